@@ -1,0 +1,351 @@
+"""The command line: `torchdet-lint [check] PATH...`, `rule`, `rules`, `server`.
+
+Exit status: 0 nothing left, 1 diagnostics left (or a diff), 2 usage,
+config or internal error. Diagnostics go to stdout, the rest to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from torchdet_lint import __version__
+from torchdet_lint.config import (
+    ConfigError,
+    Settings,
+    find_config,
+    load_config_file,
+    validate_selectors,
+    with_overrides,
+)
+from torchdet_lint.output import FORMATS
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+SUBCOMMANDS = ("check", "rule", "rules", "server")
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as the contract says
+        raise UsageError(message)
+
+
+def _codes(value: str) -> List[str]:
+    return [part.strip().upper() for part in value.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="torchdet-lint",
+        description="Find and fix what makes PyTorch training runs differ.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - for standard input")
+    parser.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
+    parser.add_argument("--no-fix", dest="fix", action="store_false")
+    parser.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (and show) unsafe fixes")
+    parser.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
+    parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    parser.add_argument("--show-fixes", action="store_true", help="list the fixes applied")
+    parser.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when a fix was applied")
+    parser.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (replaces the selection)")
+    parser.add_argument("--extend-select", type=_codes, default=[], help="rule codes or prefixes to add")
+    parser.add_argument("--ignore", type=_codes, default=[], help="rule codes or prefixes to disable")
+    parser.add_argument("--profile", choices=("reproducible", "strict", "performance"))
+    parser.add_argument("--output-format", choices=FORMATS, default=None)
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when diagnostics are left")
+    parser.add_argument("--statistics", action="store_true", help="count diagnostics per rule")
+    parser.add_argument("--config", type=Path, help="pyproject.toml to read instead of searching")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--stdin-filename", help="read the source from standard input and report it under this name")
+    parser.add_argument("--force-exclude", action="store_true", help="apply excludes to paths named explicitly too")
+    parser.add_argument("--torch-version", help="target torch version (overrides config and the installed torch)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print diagnostics only")
+    parser.add_argument("--verbose", "-v", action="store_true", help="say more on standard error")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument("--version", action="version", version=f"torchdet-lint {__version__}")
+    return parser
+
+
+def _settings_for(args, anchor: Path) -> Settings:
+    if args.config is not None:
+        if not args.config.is_file():
+            raise ConfigError(f"{args.config}: config file not found")
+        settings = load_config_file(args.config)
+    else:
+        found = find_config(anchor)
+        settings = load_config_file(found) if found else Settings(root=Path.cwd().resolve())
+    for key in ("select", "ignore", "extend_select"):
+        value = getattr(settings, key)
+        if value:
+            validate_selectors(value, f"{settings.source}: `{key.replace('_', '-')}`")
+    if settings.per_file_ignores:
+        for pattern, codes in settings.per_file_ignores:
+            validate_selectors(codes, f"{settings.source}: `per-file-ignores.{pattern}`")
+    for key in ("select", "ignore", "extend_select"):
+        value = getattr(args, key)
+        if value:
+            validate_selectors(value, f"--{key.replace('_', '-')}")
+    return with_overrides(
+        settings,
+        select=tuple(args.select) if args.select is not None else None,
+        ignore=settings.ignore + tuple(args.ignore),
+        extend_select=settings.extend_select + tuple(args.extend_select),
+        profile=args.profile,
+        torch_version=args.torch_version,
+        unsafe_fixes=args.unsafe_fixes,
+    )
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def _opposing_rules_warning(selected) -> None:
+    if "TDL301" in selected and "TDL406" in selected:
+        _warn(
+            "TDL301 and TDL406 are both selected and pull in opposite directions: TDL301 asks for "
+            "cudnn.benchmark = False (reproducibility), TDL406 for True (speed). Both will report."
+        )
+
+
+def run_check(args) -> int:
+    from torchdet_lint.discovery import discover
+    from torchdet_lint.output import formatter
+    from torchdet_lint.output.context import OutputContext, fixable, use_color
+    from torchdet_lint.runner import default_jobs, make_options
+
+    stdin_mode = args.stdin_filename is not None or args.paths == ["-"]
+    if args.torch_version is not None:
+        from torchdet_lint.config import parse_version
+
+        try:
+            parse_version(args.torch_version)
+        except ValueError:
+            raise ConfigError(f"--torch-version: not a version: {args.torch_version!r}") from None
+    if stdin_mode:
+        filename = args.stdin_filename or "-"
+        settings = _settings_for(args, Path(filename).resolve().parent if filename != "-" else Path.cwd())
+        return _run_stdin(args, settings, filename)
+
+    paths = args.paths or ["."]
+    anchor = Path(paths[0]).resolve()
+    settings = _settings_for(args, anchor)
+    files, missing = discover(
+        paths,
+        settings.root,
+        exclude=settings.exclude + settings.extend_exclude,
+        force_exclude=args.force_exclude,
+    )
+    for path in missing:
+        raise ConfigError(f"{path}: no such file or directory")
+    from torchdet_lint.runner import first_party_names
+
+    options = make_options(settings, first_party_names(files))
+    _opposing_rules_warning(options.selected)
+    jobs = args.jobs if args.jobs and args.jobs > 0 else default_jobs()
+    if args.verbose:
+        print(
+            f"torchdet-lint {__version__}: {len(files)} files, target torch {options.torch_version[0]}.{options.torch_version[1]}, "
+            f"config {settings.source or '(none)'}, {len(options.selected)} rules",
+            file=sys.stderr,
+        )
+    from torchdet_lint.runner import run
+
+    result = run(files, options, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet)
+    unsafe = bool(settings.unsafe_fixes)
+    diagnostics = result.diagnostics
+    fixed_count = 0
+    if args.fix or args.diff:
+        from torchdet_lint.fixer import fix_run
+
+        report = fix_run(result, files, options, unsafe=unsafe, write=not args.diff, jobs=jobs)
+        fixed_count = report.fixed_count
+        diagnostics = report.remaining
+        if args.diff:
+            sys.stdout.write(report.diff_text())
+            if not args.quiet and report.fixed_count:
+                print(f"Would fix {report.fixed_count} error{'s' if report.fixed_count != 1 else ''}.", file=sys.stderr)
+            return EXIT_FOUND if report.changed else EXIT_OK
+        if args.show_fixes and report.applied:
+            print(report.applied_text(), file=sys.stderr)
+        result = report.result
+
+    output_format = args.output_format or "full"
+    context = OutputContext(sources=result.sources(), color=use_color(args.color), unsafe_fixes=unsafe)
+    if args.statistics:
+        sys.stdout.write(_statistics(diagnostics, unsafe, output_format))
+    else:
+        sys.stdout.write(formatter(output_format)(diagnostics, context))
+        if output_format in ("full", "concise") and not args.quiet:
+            sys.stdout.write(_summary_line(diagnostics, fixed_count, unsafe, args))
+    if diagnostics:
+        return EXIT_OK if args.exit_zero else EXIT_FOUND
+    if fixed_count and args.exit_non_zero_on_fix:
+        return EXIT_FOUND
+    return EXIT_OK
+
+
+def _summary_line(diagnostics, fixed_count: int, unsafe: bool, args) -> str:
+    from torchdet_lint.output.context import fixable
+
+    lines = []
+    if diagnostics or fixed_count:
+        left = len(diagnostics)
+        if fixed_count:
+            lines.append(f"Found {left + fixed_count} error{'s' if left + fixed_count != 1 else ''} ({fixed_count} fixed, {left} remaining).")
+        else:
+            lines.append(f"Found {left} error{'s' if left != 1 else ''}.")
+        can_fix = sum(1 for d in diagnostics if fixable(d, unsafe))
+        hidden = sum(1 for d in diagnostics if d.fix is not None and not fixable(d, unsafe))
+        if can_fix and not args.fix:
+            lines.append(f"[*] {can_fix} fixable with the `--fix` option.")
+        if hidden:
+            lines.append(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.")
+    else:
+        lines.append("All checks passed!")
+    return "".join(line + "\n" for line in lines)
+
+
+def _statistics(diagnostics, unsafe: bool, output_format: str) -> str:
+    from torchdet_lint.output.context import fixable
+
+    counts = {}
+    for d in diagnostics:
+        entry = counts.setdefault(d.code, {"code": d.code, "name": d.name, "count": 0, "fixable": False})
+        entry["count"] += 1
+        entry["fixable"] = entry["fixable"] or fixable(d, unsafe)
+    rows = sorted(counts.values(), key=lambda e: (-e["count"], e["code"]))
+    if output_format == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    width = max((len(str(e["count"])) for e in rows), default=1)
+    return "".join(
+        f"{str(e['count']).rjust(width)}\t{e['code']}\t{'[*]' if e['fixable'] else '[ ]'} {e['name']}\n" for e in rows
+    )
+
+
+def _run_stdin(args, settings: Settings, filename: str) -> int:
+    from torchdet_lint.engine import SourceError, decode_source, error_diagnostic, lint_source
+    from torchdet_lint.output import formatter
+    from torchdet_lint.output.context import OutputContext, use_color
+    from torchdet_lint.runner import make_options
+
+    options = make_options(settings)
+    _opposing_rules_warning(options.selected)
+    data = sys.stdin.buffer.read()
+    path = Path(filename).resolve() if filename != "-" else Path.cwd() / "-"
+    try:
+        source = decode_source(data)
+    except SourceError as error:
+        diagnostics = [error_diagnostic(filename, str(error))]
+        sys.stdout.write(formatter(args.output_format or "full")(diagnostics, OutputContext()))
+        return EXIT_OK if args.exit_zero else EXIT_FOUND
+    from torchdet_lint.runner import module_name_for
+
+    module_name, is_package = module_name_for(path, path.parent) if filename != "-" else (None, False)
+    result = lint_source(source, path, filename, options, module_name, is_package)
+    from torchdet_lint.project import run_project_rules
+    from torchdet_lint.discovery import SourceFile
+
+    diagnostics = result.diagnostics + run_project_rules([result], [SourceFile(path, filename, True)], options)
+    unsafe = bool(settings.unsafe_fixes)
+    if args.fix:
+        from torchdet_lint.fixer import fix_text
+
+        fixed_text, remaining, fixed_count = fix_text(source, path, filename, options, unsafe=unsafe)
+        sys.stdout.buffer.write(fixed_text)
+        if remaining and not args.quiet:
+            for d in remaining:
+                print(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}", file=sys.stderr)
+        if remaining:
+            return EXIT_OK if args.exit_zero else EXIT_FOUND
+        return EXIT_FOUND if fixed_count and args.exit_non_zero_on_fix else EXIT_OK
+    from torchdet_lint.engine import sort_diagnostics
+
+    diagnostics = sort_diagnostics(diagnostics)
+    context = OutputContext(sources={filename: source}, color=use_color(args.color), unsafe_fixes=unsafe)
+    output_format = args.output_format or "full"
+    sys.stdout.write(formatter(output_format)(diagnostics, context))
+    if output_format in ("full", "concise") and not args.quiet:
+        sys.stdout.write(_summary_line(diagnostics, 0, unsafe, args))
+    if diagnostics:
+        return EXIT_OK if args.exit_zero else EXIT_FOUND
+    return EXIT_OK
+
+
+def run_rule(argv: Sequence[str]) -> int:
+    from torchdet_lint.docs import rule_markdown, rule_metadata
+    from torchdet_lint.rule import all_rules
+
+    parser = _Parser(prog="torchdet-lint rule", description="Show a rule's documentation.")
+    parser.add_argument("code")
+    parser.add_argument("--output-format", choices=("text", "json", "full", "concise"), default="text")
+    args = parser.parse_args(argv)
+    rule = all_rules().get(args.code.upper())
+    if rule is None:
+        raise UsageError(f"unknown rule code `{args.code}` (see `torchdet-lint rules`)")
+    if args.output_format == "json":
+        print(json.dumps(rule_metadata(rule), indent=2))
+    else:
+        sys.stdout.write(rule_markdown(rule))
+    return EXIT_OK
+
+
+def run_rules(argv: Sequence[str]) -> int:
+    from torchdet_lint.docs import rule_metadata, rules_table
+    from torchdet_lint.rule import all_rules
+
+    parser = _Parser(prog="torchdet-lint rules", description="List every rule.")
+    parser.add_argument("--output-format", choices=("text", "json", "full", "concise"), default="text")
+    args = parser.parse_args(argv)
+    if args.output_format == "json":
+        print(json.dumps([rule_metadata(rule) for rule in all_rules().values()], indent=2))
+    else:
+        sys.stdout.write(rules_table())
+    return EXIT_OK
+
+
+def run_server(argv: Sequence[str]) -> int:
+    try:
+        from torchdet_lint.server import main as server_main
+    except ImportError as error:
+        raise UsageError(f"the language server needs pygls: pip install 'torchdet-lint[server]' ({error})") from None
+    return server_main(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "rule":
+            return run_rule(argv[1:])
+        if argv and argv[0] == "rules":
+            return run_rules(argv[1:])
+        if argv and argv[0] == "server":
+            return run_server(argv[1:])
+        if argv and argv[0] == "check":
+            argv = argv[1:]
+        args = build_parser().parse_args(argv)
+        return run_check(args)
+    except UsageError as error:
+        print(f"torchdet-lint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except ConfigError as error:
+        print(f"torchdet-lint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("torchdet-lint: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as error:  # an internal error: say so in one line, details with --verbose
+        print(f"torchdet-lint: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        if "--verbose" in argv or "-v" in argv:
+            traceback.print_exc()
+        return EXIT_ERROR

@@ -1,0 +1,219 @@
+"""Configuration: find and validate `[tool.torchdet-lint]`, and compute the rule selection.
+
+Every key of the interface contract is checked for its type; an unknown key
+or a wrong type is a `ConfigError` naming the key and the file.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from torchdet_lint.rule import ALL_PROFILES, DEFAULT_PROFILE, all_rules
+
+SEED_COVERAGE = ("torch", "random", "numpy", "deterministic", "cudnn")
+_VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)")
+
+
+class ConfigError(Exception):
+    """A configuration or usage problem; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: Optional[Tuple[str, ...]] = None
+    ignore: Tuple[str, ...] = ()
+    extend_select: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    exclude: Tuple[str, ...] = ()
+    extend_exclude: Tuple[str, ...] = ()
+    profile: str = DEFAULT_PROFILE
+    torch_version: Optional[str] = None
+    seed: int = 0
+    seed_functions: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    entry_points: Tuple[str, ...] = ()
+    assume_deterministic_mode: bool = False
+    unsafe_fixes: bool = False
+    root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
+    source: Optional[Path] = None  # the pyproject.toml it came from
+
+    def fingerprint(self) -> str:
+        """A stable text of everything that can change a result (for the cache)."""
+        values = {k: v for k, v in self.__dict__.items() if k not in ("source",)}
+        return repr(sorted((k, str(v)) for k, v in values.items()))
+
+
+def _string_list(key: str, value: Any, where: Path) -> Tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {_describe(value)}")
+    return tuple(value)
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _parse_table(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
+    parsed: Dict[str, Any] = {}
+    for key, value in table.items():
+        if key in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "entry-points"):
+            parsed[key.replace("-", "_")] = _string_list(key, value, where)
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes], got {_describe(value)}")
+            parsed["per_file_ignores"] = tuple(
+                (glob, _string_list(f"per-file-ignores.{glob}", codes, where)) for glob, codes in value.items()
+            )
+        elif key == "profile":
+            if value not in ALL_PROFILES:
+                raise ConfigError(
+                    f"{where}: `profile` must be one of {', '.join(sorted(ALL_PROFILES))}, got {_describe(value)}"
+                )
+            parsed["profile"] = value
+        elif key == "torch-version":
+            if not isinstance(value, str) or not _VERSION_RE.match(value):
+                raise ConfigError(f"{where}: `torch-version` must be a version string like \"2.3\", got {_describe(value)}")
+            parsed["torch_version"] = value
+        elif key == "seed":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{where}: `seed` must be a non-negative integer, got {_describe(value)}")
+            parsed["seed"] = value
+        elif key == "seed-functions":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: `seed-functions` must be a table of name = [what it seeds], got {_describe(value)}")
+            functions = []
+            for name, covers in value.items():
+                covered = _string_list(f"seed-functions.{name}", covers, where)
+                unknown = [c for c in covered if c not in SEED_COVERAGE]
+                if unknown:
+                    raise ConfigError(
+                        f"{where}: `seed-functions.{name}` has unknown value {unknown[0]!r} "
+                        f"(expected any of {', '.join(SEED_COVERAGE)})"
+                    )
+                functions.append((name, covered))
+            parsed["seed_functions"] = tuple(functions)
+        elif key in ("assume-deterministic-mode", "unsafe-fixes"):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: `{key}` must be true or false, got {_describe(value)}")
+            parsed[key.replace("-", "_")] = value
+        else:
+            raise ConfigError(f"{where}: unknown key `{key}` in [tool.torchdet-lint]")
+    return parsed
+
+
+def load_config_file(path: Path) -> Settings:
+    """Settings from one pyproject.toml (an empty Settings when it has no table)."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    table = data.get("tool", {}).get("torchdet-lint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.torchdet-lint] must be a table")
+    return Settings(root=path.parent.resolve(), source=path, **_parse_table(table, path))
+
+
+def has_table(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read()
+    except OSError:
+        return False
+    return b"torchdet-lint" in head and b"[tool" in head
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml at or above `start` that has a [tool.torchdet-lint] table."""
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate in (directory, *directory.parents):
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file() and has_table(pyproject):
+            try:
+                with open(pyproject, "rb") as handle:
+                    if "torchdet-lint" in tomllib.load(handle).get("tool", {}):
+                        return pyproject
+            except (OSError, tomllib.TOMLDecodeError):
+                return pyproject  # let load_config_file report the problem
+    return None
+
+
+def parse_version(text: str) -> Tuple[int, int]:
+    match = _VERSION_RE.match(text)
+    if not match:
+        raise ValueError(text)
+    return int(match.group(1)), int(match.group(2))
+
+
+def installed_torch_version() -> Optional[Tuple[int, int]]:
+    """The installed torch's version from its package metadata; torch itself is never imported."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return parse_version(version("torch"))
+    except (PackageNotFoundError, ValueError):
+        return None
+
+
+def target_torch_version(settings: Settings, newest: Tuple[int, int]) -> Tuple[int, int]:
+    if settings.torch_version:
+        return parse_version(settings.torch_version)
+    return installed_torch_version() or newest
+
+
+# -- rule selection -----------------------------------------------------------------
+
+
+def _matches(selector: str, code: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
+
+
+def _specificity(selectors: Iterable[str], code: str) -> int:
+    """How specifically the selectors name the code: -1 not at all, 0 for ALL."""
+    return max((0 if s == "ALL" else len(s) for s in selectors if _matches(s, code)), default=-1)
+
+
+def validate_selectors(selectors: Iterable[str], where: str) -> None:
+    codes = all_rules()
+    for selector in selectors:
+        if selector == "ALL":
+            continue
+        if not re.match(r"^TDL\d{0,3}$", selector) or not any(code.startswith(selector) for code in codes):
+            raise ConfigError(f"{where}: unknown rule selector `{selector}`")
+
+
+def selected_codes(settings: Settings) -> FrozenSet[str]:
+    """Profile, then `select` (replaces), `extend-select` (adds), `ignore` (removes).
+
+    Between a select and an ignore selector that both match a code, the more
+    specific one wins (as in Ruff); on a tie, ignore wins.
+    """
+    rules = all_rules()
+    result = set()
+    for code, rule in rules.items():
+        if settings.select is not None:
+            base_specificity = _specificity(settings.select, code)
+        else:
+            base_specificity = 0 if settings.profile in rule.profiles else -1
+        specificity = max(base_specificity, _specificity(settings.extend_select, code))
+        ignored = _specificity(settings.ignore, code)
+        if specificity >= 0 and specificity > ignored:
+            result.add(code)
+    return frozenset(result)
+
+
+def with_overrides(settings: Settings, **overrides: Any) -> Settings:
+    return replace(settings, **{k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,345 @@
+"""Per-file state shared by the rules during the one traversal: source text,
+name resolver, settings, and the conversion of reports and fixes into
+positioned diagnostics and text edits (positions are computed lazily).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sys
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+
+from torchdet_lint.names import NameResolver, dotted_name
+from torchdet_lint.rule import Diagnostic, Edit, Fix, FixBuilder
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchdet_lint.config import Settings
+    from torchdet_lint.rule import Rule
+    from torchdet_lint.summary import FileSummary
+
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+_IMPORTS_TORCH_RE = re.compile(r"^[ \t]*(?:from[ \t]+torch\b|import[ \t][^\n#]*\btorch\b)", re.M)
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
+
+
+class LineIndex:
+    """Converts between (1-based line, 0-based column) and character offsets."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
+
+    def offset(self, line: int, column: int) -> int:
+        if line - 1 >= len(self.starts):
+            return len(self.text)
+        return min(self.starts[line - 1] + column, len(self.text))
+
+    def position(self, offset: int) -> Tuple[int, int]:
+        index = bisect.bisect_right(self.starts, offset) - 1
+        return index + 1, offset - self.starts[index]
+
+    def line_text(self, line: int) -> str:
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+
+class FileContext:
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        module: cst.Module,
+        settings: "Settings",
+        torch_version: Tuple[int, int],
+        module_name: Optional[str] = None,
+        is_package: bool = False,
+        first_party: frozenset = frozenset(),
+    ) -> None:
+        self.path = path
+        self.text = text
+        self.module = module
+        self.settings = settings
+        self.torch_version = torch_version
+        self.module_name = module_name
+        self.first_party = first_party
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self.resolver = NameResolver(module_name, is_package)
+        self.imports_torch = bool(_IMPORTS_TORCH_RE.search(text))
+        self.newline = "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
+        self.lines = LineIndex(text)
+        self.summary: Optional["FileSummary"] = None
+        self._reports: List[tuple] = []
+        self._positions = None
+        self._inclusive_positions = None
+
+    # -- shortcuts for rules -----------------------------------------------------
+    def qualified_name(self, node: Optional[cst.CSTNode]) -> Optional[str]:
+        return self.resolver.qualified_name(node)
+
+    def call_name(self, call: cst.Call) -> Optional[str]:
+        return self.resolver.qualified_name(call.func)
+
+    @property
+    def strict(self) -> bool:
+        return self.settings.profile == "strict"
+
+    def version_text(self) -> str:
+        return "%d.%d" % self.torch_version
+
+    # -- positions ---------------------------------------------------------------
+    @property
+    def positions(self):
+        if self._positions is None:
+            self._positions = self.wrapper.resolve(PositionProvider)
+        return self._positions
+
+    def node_range(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:
+        """(line, column, end_line, end_column), lines 1-based, columns 0-based."""
+        code_range = self.positions[node]
+        return code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
+
+    def node_offsets(self, node: cst.CSTNode) -> Tuple[int, int]:
+        line, column, end_line, end_column = self.node_range(node)
+        return self.lines.offset(line, column), self.lines.offset(end_line, end_column)
+
+    def _inclusive_offsets(self, node: cst.CSTNode) -> Tuple[int, int]:
+        if self._inclusive_positions is None:
+            self._inclusive_positions = self.wrapper.resolve(WhitespaceInclusivePositionProvider)
+        code_range = self._inclusive_positions[node]
+        return (
+            self.lines.offset(code_range.start.line, code_range.start.column),
+            self.lines.offset(code_range.end.line, code_range.end.column),
+        )
+
+    # -- reporting ---------------------------------------------------------------
+    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[FixBuilder]) -> None:
+        self._reports.append((rule.code, rule.name, node, message, fix))
+
+    def report_at_line(self, code: str, name: str, line: int, column: int, message: str, fix: Optional[FixBuilder] = None) -> None:
+        self._reports.append((code, name, (line, column), message, fix))
+
+    def diagnostics(self) -> List[Diagnostic]:
+        result = []
+        for code, name, where, message, builder in self._reports:
+            if isinstance(where, tuple):
+                line, column = where
+                end_line, end_column = line, column
+            else:
+                line, column, end_line, end_column = self.node_range(where)
+            fix = None
+            if builder is not None:
+                try:
+                    fix = self.build_fix(builder)
+                except _NoFix:
+                    fix = None
+            start_offset = self.lines.offset(line, column)
+            result.append(
+                Diagnostic(
+                    path=self.path,
+                    line=line,
+                    column=column + 1,
+                    end_line=end_line,
+                    end_column=end_column + 1,
+                    code=code,
+                    name=name,
+                    message=message,
+                    fix=fix,
+                    start_offset=start_offset,
+                    end_offset=self.lines.offset(end_line, end_column),
+                )
+            )
+        return result
+
+    # -- fixes -------------------------------------------------------------------
+    def build_fix(self, builder: FixBuilder) -> Fix:
+        edits: List[Edit] = []
+        for old, new in builder.replacements:
+            start, end = self._inclusive_offsets(old)
+            content = new if isinstance(new, str) else self.module.code_for_node(new)
+            edits.append(Edit(start, end, content))
+        for kind, anchor, text in builder.insertions:
+            edits.append(self._insertion(kind, anchor, text))
+        for module, name, alias in builder.imports:
+            edit = self.import_edit(module, name, alias)
+            if edit is not None:
+                edits.append(edit)
+        edits = _merge_insertions(edits)
+        return Fix(builder.title, builder.applicability, tuple(sorted(edits, key=lambda e: (e.start, e.end))))
+
+    def _indent_lines(self, text: str, indent: str) -> str:
+        lines = text.splitlines()
+        return "".join((indent + line if line.strip() else line) + self.newline for line in lines)
+
+    def _statement_line_start(self, statement: cst.CSTNode) -> Tuple[int, str]:
+        line, column, _, _ = self.node_range(statement)
+        start = self.lines.offset(line, 0)
+        prefix = self.text[start : start + column]
+        if prefix.strip():
+            raise _NoFix()  # the statement shares its line with other code
+        return start, prefix
+
+    def _after_statement(self, statement: cst.CSTNode) -> int:
+        _, _, end_line, _ = self.node_range(statement)
+        return self.lines.offset(end_line + 1, 0) if end_line < len(self.lines.starts) else len(self.text)
+
+    def _insertion(self, kind: str, anchor, text: str) -> Edit:
+        if kind == "before":
+            start, indent = self._statement_line_start(anchor)
+            return Edit(start, start, self._indent_lines(text, indent))
+        if kind == "after":
+            _, indent = self._statement_line_start(anchor)
+            offset = self._after_statement(anchor)
+            return Edit(offset, offset, self._eof_newline(offset) + self._indent_lines(text, indent))
+        if kind == "before_import_of":
+            for statement in self._header_imports():
+                if any(m == anchor or m.startswith(anchor + ".") for m in _imported_modules(statement)):
+                    start, _ = self._statement_line_start(statement)
+                    return Edit(start, start, self._indent_lines(text, ""))
+            kind = "after_imports"
+        if kind == "after_imports":
+            offset = self.after_imports_offset()
+            return Edit(offset, offset, self._eof_newline(offset) + self._indent_lines(text, ""))
+        raise ValueError(kind)
+
+    def _eof_newline(self, offset: int) -> str:
+        """A newline to put first when inserting at the end of a file without a final newline."""
+        if offset == len(self.text) and self.text and not self.text.endswith(("\n", "\r")):
+            return self.newline
+        return ""
+
+    def _header_imports(self) -> List[cst.SimpleStatementLine]:
+        """Top-level import statements of the module's leading block (docstring, imports, comments)."""
+        result = []
+        for statement in self.module.body:
+            if isinstance(statement, cst.SimpleStatementLine) and statement.body and all(
+                isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+            ):
+                result.append(statement)
+            elif result or not _is_docstring_or_setup(statement):
+                if result:
+                    break
+        return result
+
+    def after_imports_offset(self) -> int:
+        imports = self._header_imports()
+        if imports:
+            return self._after_statement(imports[-1])
+        body = self.module.body
+        if body and _is_docstring(body[0]):
+            return self._after_statement(body[0])
+        if body:
+            start, _ = self._statement_line_start(body[0])
+            return start
+        return len(self.text)
+
+    def is_imported(self, module: str, name: Optional[str], alias: Optional[str]) -> bool:
+        bound_name = alias or (name if name else module.split(".")[0])
+        expected = f"{module}.{name}" if name else (module if alias else module.split(".")[0])
+        return self.resolver.module_final.get(bound_name) == expected
+
+    def import_edit(self, module: str, name: Optional[str] = None, alias: Optional[str] = None) -> Optional[Edit]:
+        """An edit adding the import where isort would put it, or None when present."""
+        if self.is_imported(module, name, alias):
+            return None
+        if name:
+            line = f"from {module} import {name}" + (f" as {alias}" if alias else "")
+        else:
+            line = f"import {module}" + (f" as {alias}" if alias else "")
+        section = self.import_section(module)
+        imports = self._header_imports()
+        after_same = None
+        for statement in imports:
+            modules = _imported_modules(statement)
+            if not modules:
+                continue
+            other_section = self.import_section(modules[0])
+            if modules[0] == "__future__":
+                continue
+            if other_section == section:
+                if _sort_key(statement, self.module) > _sort_key_of(line):
+                    start, _ = self._statement_line_start(statement)
+                    return Edit(start, start, line + self.newline)
+                after_same = statement
+            elif other_section > section:
+                if after_same is not None:
+                    break
+                start, _ = self._statement_line_start(statement)
+                return Edit(start, start, line + self.newline)
+        if after_same is not None:
+            offset = self._after_statement(after_same)
+            return Edit(offset, offset, self._eof_newline(offset) + line + self.newline)
+        offset = self.after_imports_offset()
+        return Edit(offset, offset, self._eof_newline(offset) + line + self.newline)
+
+    def import_section(self, module: str) -> int:
+        top = module.split(".")[0]
+        if top == "__future__":
+            return 0
+        if top in _STDLIB:
+            return 1
+        if module.startswith(".") or top in self.first_party:
+            return 3
+        return 2
+
+
+class _NoFix(Exception):
+    """The fix cannot be expressed at this site; the diagnostic stays, without a fix."""
+
+
+def _merge_insertions(edits: List[Edit]) -> List[Edit]:
+    """Join insertions at the same offset into one edit, dropping duplicates."""
+    merged: Dict[Tuple[int, int], Edit] = {}
+    result = []
+    for edit in edits:
+        if edit.start == edit.end and (edit.start, edit.end) in merged:
+            previous = merged[(edit.start, edit.end)]
+            if edit.content in previous.content:
+                continue
+            combined = Edit(edit.start, edit.end, previous.content + edit.content)
+            result[result.index(previous)] = combined
+            merged[(edit.start, edit.end)] = combined
+            continue
+        if edit.start == edit.end:
+            merged[(edit.start, edit.end)] = edit
+        result.append(edit)
+    return result
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_docstring_or_setup(statement: cst.CSTNode) -> bool:
+    return _is_docstring(statement)
+
+
+def _imported_modules(statement: cst.SimpleStatementLine) -> List[str]:
+    modules = []
+    for small in statement.body:
+        if isinstance(small, cst.Import):
+            modules.extend(dotted_name(alias.name) or "" for alias in small.names)
+        elif isinstance(small, cst.ImportFrom):
+            module = dotted_name(small.module) if small.module else ""
+            modules.append("." * len(small.relative) + (module or ""))
+    return modules
+
+
+def _sort_key_of(line: str) -> tuple:
+    # isort's default (force_sort_within_sections=False): plain imports before from-imports
+    kind = 0 if line.startswith("import ") else 1
+    module = line.split()[1]
+    return kind, module.lower()
+
+
+def _sort_key(statement: cst.SimpleStatementLine, module: cst.Module) -> tuple:
+    return _sort_key_of(module.code_for_node(statement).strip())

@@ -1,0 +1,250 @@
+"""The file pass: read, pre-filter, parse once, run every selected file rule in
+one batched traversal, apply suppressions. Also the run over many files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tokenize
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from torchdet_lint.config import Settings
+from torchdet_lint.rule import Diagnostic, Rule, all_rules
+
+PARSE_ERROR_CODE = "TDL000"
+PARSE_ERROR_NAME = "file-not-analysed"
+
+# A file that mentions none of these cannot hold a finding of any file rule,
+# so it is never parsed (the byte scan is far cheaper than a LibCST parse).
+RELEVANT_WORDS = (
+    "torch",
+    "random",
+    "numpy",
+    "DataLoader",
+    "lightning",
+    "transformers",
+    "accelerate",
+    "PYTHONHASHSEED",
+    "flash_attn",
+    "mmengine",
+    "detectron2",
+    "CUBLAS",
+    "seed",
+    "Dataset",
+)
+_RELEVANT_RE = re.compile("|".join(re.escape(word) for word in RELEVANT_WORDS))
+_FILE_NOQA_RE = re.compile(r"^[ \t]*#[ \t]*torchdet-lint:[ \t]*noqa[ \t]*$", re.M | re.I)
+_NOQA_RE = re.compile(r"#[ \t]*noqa(?::[ \t]*(?P<codes>[A-Z]+[0-9]+(?:[ \t]*,?[ \t]*[A-Z]+[0-9]+)*))?", re.I)
+
+
+@dataclass
+class SourceText:
+    text: str
+    encoding: str = "utf-8"
+    bom: bool = False
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    summary: object = None  # FileSummary, for the project phase
+    source: Optional[SourceText] = None
+    parsed: bool = False
+
+
+class SourceError(Exception):
+    """The file cannot be read or decoded; the message says why."""
+
+
+def decode_source(data: bytes) -> SourceText:
+    """Decode as Python does (BOM, coding cookie), keeping line endings untouched."""
+    try:
+        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    except SyntaxError as error:
+        raise SourceError(f"cannot decode: {error}") from None
+    bom = encoding == "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise SourceError(f"cannot decode as {encoding}: {error}") from None
+    return SourceText(text, "utf-8" if bom else encoding, bom)
+
+
+def encode_source(source: SourceText, text: str) -> bytes:
+    data = text.encode(source.encoding)
+    return (b"\xef\xbb\xbf" + data) if source.bom else data
+
+
+def read_source(path: Path) -> SourceText:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from None
+    return decode_source(data)
+
+
+def error_diagnostic(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic(
+        path=path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column,
+        code=PARSE_ERROR_CODE,
+        name=PARSE_ERROR_NAME,
+        message=message,
+    )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What is fixed for a whole run: settings, the selected rules and the target version."""
+
+    settings: Settings
+    selected: frozenset
+    torch_version: Tuple[int, int]
+    first_party: frozenset = frozenset()
+
+
+def file_rule_classes(selected: frozenset) -> List[type]:
+    return [rule for code, rule in all_rules().items() if code in selected and issubclass(rule, Rule)]
+
+
+def parse(text: str) -> cst.Module:
+    return cst.parse_module(text)
+
+
+def check_text(
+    text: str,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str] = None,
+    is_package: bool = False,
+) -> FileResult:
+    """Lint one decoded source text (without suppressions applied)."""
+    from torchdet_lint.context import FileContext
+    from torchdet_lint.summary import SummaryCollector, empty_summary
+
+    result = FileResult(display)
+    if _FILE_NOQA_RE.search(text):
+        return result
+    if not _RELEVANT_RE.search(text):
+        result.summary = empty_summary(display, module_name, text)
+        return result
+    try:
+        module = parse(text)
+    except cst.ParserSyntaxError as error:
+        result.diagnostics.append(
+            error_diagnostic(display, f"syntax error: {error.message}", error.raw_line or 1, (error.raw_column or 0) + 1)
+        )
+        return result
+    except (RecursionError, MemoryError):
+        result.diagnostics.append(error_diagnostic(display, "not analysed: the file is nested too deeply to parse"))
+        return result
+    context = FileContext(
+        display,
+        text,
+        module,
+        options.settings,
+        options.torch_version,
+        module_name=module_name,
+        is_package=is_package,
+        first_party=options.first_party,
+    )
+    collector = SummaryCollector(context)
+    rules = [rule_class(context) for rule_class in file_rule_classes(options.selected)]
+    try:
+        context.wrapper.visit_batched([context.resolver, collector, *rules])
+        result.diagnostics = context.diagnostics()
+        collector.finish()
+    except RecursionError:
+        result.diagnostics = [error_diagnostic(display, "not analysed: the file is nested too deeply to analyse")]
+        return result
+    result.summary = context.summary
+    result.parsed = True
+    return result
+
+
+def apply_suppressions(diagnostics: List[Diagnostic], text: str, settings: Settings, path: Path) -> List[Diagnostic]:
+    """Drop diagnostics silenced by `# noqa` on their line or by `per-file-ignores`."""
+    ignored = per_file_ignored_codes(settings, path)
+    if not diagnostics:
+        return diagnostics
+    from torchdet_lint.context import LineIndex
+
+    lines = LineIndex(text) if "noqa" in text.lower() else None
+    kept = []
+    for diagnostic in diagnostics:
+        if diagnostic.code != PARSE_ERROR_CODE and any(diagnostic.code.startswith(prefix) for prefix in ignored):
+            continue
+        if lines is not None and diagnostic.code != PARSE_ERROR_CODE:
+            line_number, _ = lines.position(diagnostic.start_offset)
+            if noqa_suppresses(lines.line_text(line_number), diagnostic.code):
+                continue
+        kept.append(diagnostic)
+    return kept
+
+
+def noqa_suppresses(line: str, code: str) -> bool:
+    for match in _NOQA_RE.finditer(line):
+        codes = match.group("codes")
+        if codes is None:
+            return True
+        if code in {c.upper() for c in re.split(r"[\s,]+", codes) if c}:
+            return True
+    return False
+
+
+def per_file_ignored_codes(settings: Settings, path: Path) -> Tuple[str, ...]:
+    if not settings.per_file_ignores:
+        return ()
+    try:
+        relative = path.resolve().relative_to(settings.root).as_posix()
+    except ValueError:
+        relative = path.as_posix()
+    codes: List[str] = []
+    for pattern, pattern_codes in settings.per_file_ignores:
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern):
+            codes.extend(pattern_codes)
+    return tuple(codes)
+
+
+def lint_source(
+    source: SourceText,
+    path: Path,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str] = None,
+    is_package: bool = False,
+) -> FileResult:
+    """Lint a decoded file (a notebook or Python source), suppressions applied."""
+    if path.suffix == ".ipynb":
+        from torchdet_lint.notebook import lint_notebook
+
+        return lint_notebook(source, path, display, options)
+    result = check_text(source.text, display, options, module_name, is_package)
+    result.source = source
+    result.diagnostics = apply_suppressions(result.diagnostics, source.text, options.settings, path)
+    return result
+
+
+def lint_path(path: Path, display: str, options: RunOptions, module_name: Optional[str] = None, is_package: bool = False) -> FileResult:
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return FileResult(display, [error_diagnostic(display, str(error))])
+    return lint_source(source, path, display, options, module_name, is_package)
+
+
+def sort_diagnostics(diagnostics: Sequence[Diagnostic]) -> List[Diagnostic]:
+    return sorted(diagnostics, key=Diagnostic.sort_key)

@@ -1,0 +1,107 @@
+"""One whole run: settings per file, the file pass (in parallel when asked),
+the project phase, and the sorted diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from torchdet_lint.config import Settings, selected_codes, target_torch_version
+from torchdet_lint.discovery import SourceFile
+from torchdet_lint.engine import FileResult, RunOptions, lint_path, sort_diagnostics
+from torchdet_lint.rule import Diagnostic
+
+# Below this many files a process pool costs more than it saves.
+_PARALLEL_THRESHOLD = 16
+
+
+@dataclass
+class RunResult:
+    files: List[FileResult] = field(default_factory=list)
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+
+    def sources(self) -> Dict[str, object]:
+        return {f.path: f.source for f in self.files if f.source is not None}
+
+
+def newest_catalog_version() -> Tuple[int, int]:
+    try:
+        from torchdet_lint.catalog import newest_version
+    except ImportError:  # pragma: no cover - the catalog ships with the package
+        return (2, 14)
+    return newest_version()
+
+
+def make_options(settings: Settings, first_party: frozenset = frozenset()) -> RunOptions:
+    return RunOptions(
+        settings=settings,
+        selected=selected_codes(settings),
+        torch_version=target_torch_version(settings, newest_catalog_version()),
+        first_party=first_party,
+    )
+
+
+def module_name_for(path: Path, root: Path) -> Tuple[Optional[str], bool]:
+    """The dotted module name of a file from its package chain (`__init__.py` files)."""
+    is_package = path.name == "__init__.py"
+    parts = [] if is_package else [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").exists():
+        parts.append(directory.name)
+        if directory == directory.parent:
+            break
+        directory = directory.parent
+    if not parts:
+        return None, is_package
+    return ".".join(reversed(parts)), is_package
+
+
+def first_party_names(files: Sequence[SourceFile]) -> frozenset:
+    names = set()
+    for file in files:
+        name, _ = module_name_for(file.path, file.path.parent)
+        if name:
+            names.add(name.split(".")[0])
+    return frozenset(names)
+
+
+def _lint_one(args) -> FileResult:
+    path, display, options, module_name, is_package = args
+    return lint_path(path, display, options, module_name, is_package)
+
+
+def run(
+    files: Sequence[SourceFile],
+    options: RunOptions,
+    jobs: int = 1,
+    project: bool = True,
+    use_cache: bool = False,
+    progress: bool = False,
+) -> RunResult:
+    tasks = []
+    for file in files:
+        module_name, is_package = module_name_for(file.path, file.path.parent)
+        tasks.append((file.path, file.display, options, module_name, is_package))
+    if jobs > 1 and len(tasks) >= _PARALLEL_THRESHOLD:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_lint_one, tasks, chunksize=max(1, len(tasks) // (jobs * 8))))
+    else:
+        results = [_lint_one(task) for task in tasks]
+    diagnostics = [d for result in results for d in result.diagnostics]
+    if project:
+        from torchdet_lint.project import run_project_rules
+
+        diagnostics.extend(run_project_rules(results, files, options))
+    return RunResult(results, sort_diagnostics(diagnostics))
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
