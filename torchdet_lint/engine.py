@@ -4,6 +4,7 @@ one batched traversal, apply suppressions. Also the run over many files.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import re
 import tokenize
@@ -124,6 +125,22 @@ def parse(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
+def syntax_error_diagnostic(display: str, text: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    """TDL000 at the error's position; Python's own parser locates errors better than LibCST's."""
+    try:
+        compile(text, display, "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as python_error:
+        line = python_error.lineno or 1
+        column = python_error.offset or 1
+        return error_diagnostic(display, f"syntax error: {python_error.msg}", line, max(column, 1))
+    except (ValueError, RecursionError, MemoryError) as python_error:
+        return error_diagnostic(display, f"not analysed: {python_error}")
+    message = error.message.splitlines()[0] if error.message else "unsupported syntax"
+    return error_diagnostic(
+        display, f"not analysed: LibCST cannot parse this syntax ({message})", error.raw_line or 1, (error.raw_column or 0) + 1
+    )
+
+
 def check_text(
     text: str,
     display: str,
@@ -144,9 +161,7 @@ def check_text(
     try:
         module = parse(text)
     except cst.ParserSyntaxError as error:
-        result.diagnostics.append(
-            error_diagnostic(display, f"syntax error: {error.message}", error.raw_line or 1, (error.raw_column or 0) + 1)
-        )
+        result.diagnostics.append(syntax_error_diagnostic(display, text, error))
         return result
     except (RecursionError, MemoryError):
         result.diagnostics.append(error_diagnostic(display, "not analysed: the file is nested too deeply to parse"))
