@@ -6,6 +6,7 @@ import libcst as cst
 import pytest
 
 from torchdet_lint.names import NOT_LITERAL, NameResolver, literal
+from torchdet_lint.traversal import BatchedWalker
 
 
 class _CallNames(cst.BatchableCSTVisitor):
@@ -22,7 +23,7 @@ def call_names(source: str, module_name=None, is_package=False):
     module = cst.parse_module(source)
     resolver = NameResolver(module_name, is_package)
     collector = _CallNames(resolver)
-    cst.MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([resolver, collector])
+    BatchedWalker([resolver, collector]).walk(module)
     return collector.names
 
 

@@ -17,6 +17,7 @@ import libcst as cst
 
 from torchdet_lint.config import Settings
 from torchdet_lint.rule import Diagnostic, Rule, all_rules
+from torchdet_lint.traversal import BatchedWalker
 
 PARSE_ERROR_CODE = "TDL000"
 PARSE_ERROR_NAME = "file-not-analysed"
@@ -179,7 +180,7 @@ def check_text(
     collector = SummaryCollector(context)
     rules = [rule_class(context) for rule_class in file_rule_classes(options.selected)]
     try:
-        context.wrapper.visit_batched([context.resolver, collector, *rules])
+        BatchedWalker([context.resolver, collector, *rules]).walk(module)
         result.diagnostics = context.diagnostics()
         collector.finish()
     except RecursionError:
