@@ -85,14 +85,7 @@ def encode_source(source: SourceText, text: str) -> bytes:
 
 
 def read_source(path: Path) -> SourceText:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except OSError as error:
-        raise SourceError(f"cannot read: {error.strerror or error}") from None
-    return decode_source(data)
+    return decode_source(read_bytes(path))
 
 
 def error_diagnostic(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -254,12 +247,49 @@ def lint_source(
     return result
 
 
-def lint_path(path: Path, display: str, options: RunOptions, module_name: Optional[str] = None, is_package: bool = False) -> FileResult:
+def read_bytes(path: Path) -> bytes:
     try:
-        source = read_source(path)
+        with open(path, "rb") as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from None
+
+
+def lint_path(
+    path: Path,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str] = None,
+    is_package: bool = False,
+    cache=None,
+) -> FileResult:
+    """Lint one file from disk, through the cache when one is given."""
+    try:
+        data = read_bytes(path)
     except SourceError as error:
         return FileResult(display, [error_diagnostic(display, str(error))])
-    return lint_source(source, path, display, options, module_name, is_package)
+    key = cache.key(data, path, module_name) if cache is not None else None
+    if key is not None:
+        cached = cache.load(key)
+        if cached is not None:
+            try:
+                cached.source = decode_source(data)
+            except SourceError:
+                cached.source = None
+            return cached
+    try:
+        source = decode_source(data)
+    except SourceError as error:
+        result = FileResult(display, [error_diagnostic(display, str(error))])
+    else:
+        result = lint_source(source, path, display, options, module_name, is_package)
+    if key is not None:
+        source, result.source = result.source, None
+        cache.store(key, result)
+        result.source = source
+    return result
 
 
 def sort_diagnostics(diagnostics: Sequence[Diagnostic]) -> List[Diagnostic]:

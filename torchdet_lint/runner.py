@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ _PARALLEL_THRESHOLD = 16
 class RunResult:
     files: List[FileResult] = field(default_factory=list)
     diagnostics: List[Diagnostic] = field(default_factory=list)
+    timings: Dict[str, float] = field(default_factory=dict)
 
     def sources(self) -> Dict[str, object]:
         return {f.path: f.source for f in self.files if f.source is not None}
@@ -71,8 +73,8 @@ def first_party_names(files: Sequence[SourceFile]) -> frozenset:
 
 
 def _lint_one(args) -> FileResult:
-    path, display, options, module_name, is_package = args
-    return lint_path(path, display, options, module_name, is_package)
+    path, display, options, module_name, is_package, cache = args
+    return lint_path(path, display, options, module_name, is_package, cache)
 
 
 def run(
@@ -82,22 +84,72 @@ def run(
     project: bool = True,
     use_cache: bool = False,
     progress: bool = False,
+    cache_root: Optional[Path] = None,
 ) -> RunResult:
+    cache = None
+    if use_cache:
+        from torchdet_lint.cache import Cache
+
+        cache = Cache(cache_root or options.settings.root, options)
     tasks = []
     for file in files:
         module_name, is_package = module_name_for(file.path, file.path.parent)
-        tasks.append((file.path, file.display, options, module_name, is_package))
+        tasks.append((file.path, file.display, options, module_name, is_package, cache))
+    bar = ProgressBar(len(tasks)) if progress else None
+    started = time.perf_counter()
     if jobs > 1 and len(tasks) >= _PARALLEL_THRESHOLD:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_lint_one, tasks, chunksize=max(1, len(tasks) // (jobs * 8))))
+            results = []
+            for result in pool.map(_lint_one, tasks, chunksize=max(1, min(32, len(tasks) // (jobs * 8)))):
+                results.append(result)
+                if bar:
+                    bar.advance()
     else:
-        results = [_lint_one(task) for task in tasks]
+        results = []
+        for task in tasks:
+            results.append(_lint_one(task))
+            if bar:
+                bar.advance()
+    if bar:
+        bar.close()
+    file_pass = time.perf_counter() - started
     diagnostics = [d for result in results for d in result.diagnostics]
+    started = time.perf_counter()
     if project:
         from torchdet_lint.project import run_project_rules
 
         diagnostics.extend(run_project_rules(results, files, options))
-    return RunResult(results, sort_diagnostics(diagnostics))
+    run_result = RunResult(results, sort_diagnostics(diagnostics))
+    run_result.timings = {"file_pass": file_pass, "project_phase": time.perf_counter() - started}
+    return run_result
+
+
+class ProgressBar:
+    """`[#####     ] 120/400 files` on standard error, only on a terminal and for long runs."""
+
+    MIN_FILES = 50
+
+    def __init__(self, total: int, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.done = 0
+        self.enabled = total >= self.MIN_FILES and getattr(self.stream, "isatty", lambda: False)()
+        self._last = 0.0
+
+    def advance(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
+            self._last = now
+            width = 30
+            filled = width * self.done // max(self.total, 1)
+            self.stream.write(f"\r[{'#' * filled}{' ' * (width - filled)}] {self.done}/{self.total} files")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * 60 + "\r")
+            self.stream.flush()
 
 
 def default_jobs() -> int:
