@@ -160,23 +160,32 @@ def run_check(args) -> int:
     from torchdet_lint.runner import run
 
     result = run(files, options, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet)
+    if args.verbose:
+        parsed = sum(1 for f in result.files if f.parsed)
+        timings = {name: round(value, 3) for name, value in result.timings.items()}
+        timings.update(files=len(result.files), parsed=parsed, skipped=len(result.files) - parsed)
+        print("timings: " + json.dumps(timings), file=sys.stderr)
     unsafe = bool(settings.unsafe_fixes)
     diagnostics = result.diagnostics
     fixed_count = 0
+    fix_failed = False
     if args.fix or args.diff:
         from torchdet_lint.fixer import fix_run
 
         report = fix_run(result, files, options, unsafe=unsafe, write=not args.diff, jobs=jobs)
         fixed_count = report.fixed_count
         diagnostics = report.remaining
+        for message in report.errors:  # a fix that would break a file: not applied, said loudly
+            print(f"torchdet-lint: error: {message}", file=sys.stderr)
         if args.diff:
             sys.stdout.write(report.diff_text())
             if not args.quiet and report.fixed_count:
                 print(f"Would fix {report.fixed_count} error{'s' if report.fixed_count != 1 else ''}.", file=sys.stderr)
-            return EXIT_FOUND if report.changed else EXIT_OK
+            return EXIT_ERROR if report.errors else (EXIT_FOUND if report.changed else EXIT_OK)
         if args.show_fixes and report.applied:
             print(report.applied_text(), file=sys.stderr)
         result = report.result
+        fix_failed = bool(report.errors)
 
     output_format = args.output_format or "full"
     context = OutputContext(sources=result.sources(), color=use_color(args.color), unsafe_fixes=unsafe)
@@ -186,6 +195,8 @@ def run_check(args) -> int:
         sys.stdout.write(formatter(output_format)(diagnostics, context))
         if output_format in ("full", "concise") and not args.quiet:
             sys.stdout.write(_summary_line(diagnostics, fixed_count, unsafe, args))
+    if fix_failed:
+        return EXIT_ERROR
     if diagnostics:
         return EXIT_OK if args.exit_zero else EXIT_FOUND
     if fixed_count and args.exit_non_zero_on_fix:

@@ -1,0 +1,199 @@
+"""Reproducible speed and memory measurements for torchdet-lint.
+
+    python benchmarks/run.py                 # the installed torch package and examples/
+    python benchmarks/run.py --tree DIR      # other trees (repeatable)
+    python benchmarks/run.py --no-torchfix   # skip the TorchFix comparison
+
+In one run and on the same trees it measures, each in a fresh process: a bare
+LibCST parse of the files torchdet-lint parses; torchdet-lint cold with one
+job and with all cores; a warm re-run with the cache; TorchFix
+(`torchfix --select ALL`, in its own virtual environment under
+`benchmarks/.venv-torchfix`, since it pins an older libcst) with one job and
+with all cores; and one small file end to end. It prints wall and CPU times,
+ratios, files parsed and skipped, per-phase times and peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TORCHFIX_ENV = HERE / ".venv-torchfix"
+TORCHFIX_VERSION = "0.7.0"
+
+# Runs in a child process: parse every file that torchdet-lint would parse.
+_BARE_PARSE = r"""
+import json, resource, sys, time
+import libcst
+from pathlib import Path
+from torchdet_lint.discovery import discover
+from torchdet_lint.engine import _RELEVANT_RE, _FILE_NOQA_RE, decode_source, read_bytes
+root = Path(sys.argv[1])
+files, _ = discover([str(root)], root, cwd=root)
+parsed = skipped = failed = lines = 0
+cpu = time.process_time(); wall = time.perf_counter()
+for file in files:
+    if file.path.suffix != ".py":
+        continue
+    try:
+        text = decode_source(read_bytes(file.path)).text
+    except Exception:
+        failed += 1
+        continue
+    if _FILE_NOQA_RE.search(text) or not _RELEVANT_RE.search(text):
+        skipped += 1
+        continue
+    try:
+        libcst.parse_module(text)
+        parsed += 1
+        lines += text.count("\n")
+    except Exception:
+        failed += 1
+print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
+                  "parsed": parsed, "skipped": skipped, "failed": failed, "lines": lines,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _child_usage() -> resource.struct_rusage:
+    return resource.getrusage(resource.RUSAGE_CHILDREN)
+
+
+def measure(command, cwd=None, env=None) -> dict:
+    """Wall time, CPU time of the process tree and peak RSS of one command."""
+    before = _child_usage()
+    started = time.perf_counter()
+    completed = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = _child_usage()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        # ru_maxrss of children is the largest single child, which is what we want
+        "peak_mb": after.ru_maxrss / 1024,
+        "returncode": completed.returncode,
+        "stdout": completed.stdout,
+        "stderr": completed.stderr,
+    }
+
+
+def torch_tree() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("torch is not installed: pip install torch==2.13.0, or pass --tree")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def ensure_torchfix() -> Path:
+    executable = TORCHFIX_ENV / "bin" / "torchfix"
+    if not executable.exists():
+        print(f"creating {TORCHFIX_ENV} with torchfix=={TORCHFIX_VERSION} ...", file=sys.stderr)
+        venv.create(TORCHFIX_ENV, with_pip=True)
+        subprocess.run(
+            [str(TORCHFIX_ENV / "bin" / "python"), "-m", "pip", "install", "--quiet", f"torchfix=={TORCHFIX_VERSION}"],
+            check=True,
+        )
+    return executable
+
+
+def lint_command(tree: Path, jobs: int, extra=()) -> list:
+    return [sys.executable, "-m", "torchdet_lint", str(tree), "--select", "ALL", "--exit-zero", "--quiet",
+            "--output-format", "concise", "--jobs", str(jobs), "--verbose", *extra]
+
+
+def phases(stderr: str) -> dict:
+    for line in stderr.splitlines():
+        if line.startswith("timings: "):
+            return json.loads(line[len("timings: "):])
+    return {}
+
+
+def bench_tree(tree: Path, cores: int, with_torchfix: bool) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="torchdet-bench-"))
+    try:
+        report = {"tree": str(tree)}
+        bare = measure([sys.executable, "-c", _BARE_PARSE, str(tree)], cwd=work)
+        report["bare_parse"] = {**json.loads(bare["stdout"]), "peak_mb": bare["peak_mb"], "wall": bare["wall"]}
+        cache = work / ".torchdet_lint_cache"
+        for name, jobs in (("cold_1_job", 1), (f"cold_{cores}_jobs", cores)):
+            shutil.rmtree(cache, ignore_errors=True)
+            result = measure(lint_command(tree, jobs), cwd=work)
+            report[name] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")} | {"phases": phases(result["stderr"])}
+        result = measure(lint_command(tree, cores), cwd=work)
+        report["warm"] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")} | {"phases": phases(result["stderr"])}
+        if with_torchfix:
+            executable = ensure_torchfix()
+            for name, jobs in (("torchfix_1_job", 1), (f"torchfix_{cores}_jobs", cores)):
+                result = measure([str(executable), "--select", "ALL", "--jobs", str(jobs), str(tree)], cwd=work)
+                report[name] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")}
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def one_file(path: Path, repeat: int = 7) -> dict:
+    walls = []
+    for _ in range(repeat):
+        result = measure([shutil.which("torchdet-lint") or sys.executable, str(path), "--no-cache", "--exit-zero", "--quiet"])
+        walls.append(result["wall"])
+    walls.sort()
+    return {"file": str(path), "median_wall": walls[len(walls) // 2], "best_wall": walls[0]}
+
+
+def print_report(report: dict, cores: int) -> None:
+    bare = report["bare_parse"]
+    cold1, coldn, warm = report["cold_1_job"], report[f"cold_{cores}_jobs"], report["warm"]
+    print(f"\n== {report['tree']}")
+    print(f"files parsed {bare['parsed']}, skipped by the pre-filter {bare['skipped']}, unparsable {bare['failed']}, {bare['lines']} lines parsed")
+    print(f"bare LibCST parse        cpu {bare['cpu']:8.2f} s   peak {bare['peak_mb']:7.0f} MB")
+    print(f"torchdet-lint cold -j1   cpu {cold1['cpu']:8.2f} s   wall {cold1['wall']:7.2f} s   peak {cold1['peak_mb']:7.0f} MB   phases {cold1['phases']}")
+    print(f"torchdet-lint cold -j{cores}   cpu {coldn['cpu']:8.2f} s   wall {coldn['wall']:7.2f} s   peak {coldn['peak_mb']:7.0f} MB")
+    print(f"torchdet-lint warm -j{cores}   cpu {warm['cpu']:8.2f} s   wall {warm['wall']:7.2f} s   phases {warm['phases']}")
+    print(f"  cold -j1 / bare parse (CPU):        {cold1['cpu'] / max(bare['cpu'], 1e-9):6.2f}x   (target <= 2.0)")
+    print(f"  parallel speed-up (wall, -j1/-j{cores}):  {cold1['wall'] / max(coldn['wall'], 1e-9):6.2f}x   (target >= 1.7)")
+    print(f"  warm / cold -j{cores} (wall):             {warm['wall'] / max(coldn['wall'], 1e-9):6.1%}   (target <= 10%)")
+    print(f"  peak memory / bare parse:           {cold1['peak_mb'] / max(bare['peak_mb'], 1e-9):6.2f}x   (target <= 1.2)")
+    if "torchfix_1_job" in report:
+        tf1, tfn = report["torchfix_1_job"], report[f"torchfix_{cores}_jobs"]
+        print(f"TorchFix -j1             cpu {tf1['cpu']:8.2f} s   wall {tf1['wall']:7.2f} s   peak {tf1['peak_mb']:7.0f} MB")
+        print(f"TorchFix -j{cores}             cpu {tfn['cpu']:8.2f} s   wall {tfn['wall']:7.2f} s")
+        print(f"  TorchFix / torchdet-lint, -j1 (wall):  {tf1['wall'] / max(cold1['wall'], 1e-9):6.1f}x   (target >= 5)")
+        print(f"  TorchFix / torchdet-lint, -j{cores} (wall):  {tfn['wall'] / max(coldn['wall'], 1e-9):6.1f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tree", action="append", type=Path, help="a tree to measure (default: the installed torch and examples/)")
+    parser.add_argument("--no-torchfix", action="store_true", help="skip the TorchFix comparison")
+    parser.add_argument("--json", type=Path, help="also write the raw numbers here")
+    args = parser.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    trees = args.tree or [torch_tree(), ROOT / "examples"]
+    reports = []
+    for tree in trees:
+        report = bench_tree(tree.resolve(), cores, not args.no_torchfix)
+        print_report(report, cores)
+        reports.append(report)
+    small = one_file(ROOT / "examples" / "train.py")
+    print(f"\n== one small file end to end: {small['file']}: median {small['median_wall']:.3f} s, best {small['best_wall']:.3f} s (target <= 0.35 s)")
+    if args.json:
+        args.json.write_text(json.dumps({"trees": reports, "one_file": small}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
