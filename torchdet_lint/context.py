@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 import sys
+import threading
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -95,7 +96,7 @@ class FileContext:
     @property
     def positions(self):
         if self._positions is None:
-            self._positions = self.wrapper.resolve(PositionProvider)
+            self._positions = call_with_deep_stack(self.wrapper.resolve, PositionProvider)
         return self._positions
 
     def node_range(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:
@@ -109,7 +110,7 @@ class FileContext:
 
     def _inclusive_offsets(self, node: cst.CSTNode) -> Tuple[int, int]:
         if self._inclusive_positions is None:
-            self._inclusive_positions = self.wrapper.resolve(WhitespaceInclusivePositionProvider)
+            self._inclusive_positions = call_with_deep_stack(self.wrapper.resolve, WhitespaceInclusivePositionProvider)
         code_range = self._inclusive_positions[node]
         return (
             self.lines.offset(code_range.start.line, code_range.start.column),
@@ -160,7 +161,7 @@ class FileContext:
         edits: List[Edit] = []
         for old, new in builder.replacements:
             start, end = self._inclusive_offsets(old)
-            content = new if isinstance(new, str) else self.module.code_for_node(new)
+            content = new if isinstance(new, str) else call_with_deep_stack(self.module.code_for_node, new)
             edits.append(Edit(start, end, content))
         for kind, anchor, text in builder.insertions:
             edits.append(self._insertion(kind, anchor, text))
@@ -285,6 +286,42 @@ class FileContext:
         if module.startswith(".") or top in self.first_party:
             return 3
         return 2
+
+
+def call_with_deep_stack(function, *args):
+    """Call `function`; if it recurses too deeply, retry on a thread with a large stack.
+
+    LibCST computes positions and code by recursing over the tree, so a
+    1,000-term sum overflows Python's default recursion limit. Deep files are
+    rare, so the common path pays nothing.
+    """
+    try:
+        return function(*args)
+    except RecursionError:
+        pass
+    outcome: dict = {}
+
+    def target() -> None:
+        previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(previous, 200_000))
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as error:  # handed to the calling thread
+            outcome["error"] = error
+        finally:
+            sys.setrecursionlimit(previous)
+
+    previous_size = threading.stack_size()
+    threading.stack_size(512 * 1024 * 1024)
+    try:
+        thread = threading.Thread(target=target, name="torchdet-lint-deep")
+        thread.start()
+    finally:
+        threading.stack_size(previous_size)
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 class _NoFix(Exception):

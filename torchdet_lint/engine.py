@@ -115,7 +115,44 @@ def file_rule_classes(selected: frozenset) -> List[type]:
     return [rule for code, rule in all_rules().items() if code in selected and issubclass(rule, Rule)]
 
 
+# Deep nesting crashes LibCST's native parser (a stack overflow kills the
+# process: 100,000 unary minus signs, 5,000 nested parentheses). Python's own
+# parser refuses such input cleanly, so a file that shows deep-nesting
+# signals is checked with it first.
+_DEEP_NESTING_RE = re.compile(r"(?:[-+~(\[{]\s*){100,}|(?:\b(?:not|await|lambda)\b[^\n]{0,20}?){100,}")
+_BRACKET_DEPTH = {ord("("): 1, ord("["): 1, ord("{"): 1, ord(")"): -1, ord("]"): -1, ord("}"): -1}
+_MAX_SAFE_DEPTH = 100
+
+
+def _may_nest_deeply(text: str) -> bool:
+    if _DEEP_NESTING_RE.search(text):
+        return True
+    brackets = text.translate({c: None for c in range(128) if c not in _BRACKET_DEPTH}) if len(text) < 50_000_000 else ""
+    depth = 0
+    for step in map(_BRACKET_DEPTH.get, map(ord, brackets)):
+        depth += step or 0
+        if depth > _MAX_SAFE_DEPTH:
+            return True
+    return False
+
+
+class UnsafeToParse(Exception):
+    """Python's parser refuses the file; LibCST's would crash or crawl on it."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
 def parse(text: str) -> cst.Module:
+    if _may_nest_deeply(text):
+        try:
+            compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST)
+        except SyntaxError as error:
+            raise UnsafeToParse(f"syntax error: {error.msg}", error.lineno or 1, max(error.offset or 1, 1)) from None
+        except (RecursionError, MemoryError, ValueError) as error:
+            raise UnsafeToParse(f"too deeply nested for Python's parser ({type(error).__name__})") from None
     return cst.parse_module(text)
 
 
@@ -156,6 +193,10 @@ def check_text(
         module = parse(text)
     except cst.ParserSyntaxError as error:
         result.diagnostics.append(syntax_error_diagnostic(display, text, error))
+        return result
+    except UnsafeToParse as error:
+        message = str(error) if str(error).startswith("syntax error") else f"not analysed: {error}"
+        result.diagnostics.append(error_diagnostic(display, message, error.line, error.column))
         return result
     except (RecursionError, MemoryError):
         result.diagnostics.append(error_diagnostic(display, "not analysed: the file is nested too deeply to parse"))
