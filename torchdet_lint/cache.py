@@ -30,6 +30,21 @@ def _catalog_fingerprint() -> str:
 
 
 _CATALOG_FINGERPRINT: Optional[str] = None
+_CODE_FINGERPRINT: Optional[str] = None
+
+
+def code_fingerprint() -> str:
+    """Size and mtime of the package's own modules: a development install that
+    changes the code (and so the pickled result layout) never reads stale entries."""
+    global _CODE_FINGERPRINT
+    if _CODE_FINGERPRINT is None:
+        package = Path(__file__).resolve().parent
+        digest = hashlib.sha256()
+        for path in sorted(package.rglob("*.py")):
+            stat = path.stat()
+            digest.update(f"{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        _CODE_FINGERPRINT = digest.hexdigest()
+    return _CODE_FINGERPRINT
 
 
 def catalog_fingerprint() -> str:
@@ -44,6 +59,7 @@ def run_fingerprint(options) -> str:
     parts = [
         str(_FORMAT),
         __version__,
+        code_fingerprint(),
         options.settings.fingerprint(),
         ",".join(sorted(options.selected)),
         "%d.%d" % options.torch_version,

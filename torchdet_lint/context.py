@@ -12,9 +12,10 @@ import threading
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+from libcst.metadata import MetadataWrapper
 
 from torchdet_lint.names import NameResolver, dotted_name
+from torchdet_lint.positions import LocalPositions
 from torchdet_lint.rule import Diagnostic, Edit, Fix, FixBuilder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,7 +77,6 @@ class FileContext:
         self.summary: Optional["FileSummary"] = None
         self._reports: List[tuple] = []
         self._positions = None
-        self._inclusive_positions = None
 
     # -- shortcuts for rules -----------------------------------------------------
     def qualified_name(self, node: Optional[cst.CSTNode]) -> Optional[str]:
@@ -94,28 +94,23 @@ class FileContext:
 
     # -- positions ---------------------------------------------------------------
     @property
-    def positions(self):
+    def positions(self) -> LocalPositions:
         if self._positions is None:
-            self._positions = call_with_deep_stack(self.wrapper.resolve, PositionProvider)
+            self._positions = LocalPositions(self.module, self.lines)
         return self._positions
 
     def node_range(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:
         """(line, column, end_line, end_column), lines 1-based, columns 0-based."""
-        code_range = self.positions[node]
-        return code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
+        return call_with_deep_stack(self.positions.range, node)
 
     def node_offsets(self, node: cst.CSTNode) -> Tuple[int, int]:
         line, column, end_line, end_column = self.node_range(node)
         return self.lines.offset(line, column), self.lines.offset(end_line, end_column)
 
     def _inclusive_offsets(self, node: cst.CSTNode) -> Tuple[int, int]:
-        if self._inclusive_positions is None:
-            self._inclusive_positions = call_with_deep_stack(self.wrapper.resolve, WhitespaceInclusivePositionProvider)
-        code_range = self._inclusive_positions[node]
-        return (
-            self.lines.offset(code_range.start.line, code_range.start.column),
-            self.lines.offset(code_range.end.line, code_range.end.column),
-        )
+        """The span `module.code_for_node(node)` renders, for replacing the node's text."""
+        line, column, end_line, end_column = call_with_deep_stack(self.positions.range, node, True)
+        return self.lines.offset(line, column), self.lines.offset(end_line, end_column)
 
     # -- reporting ---------------------------------------------------------------
     def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[FixBuilder]) -> None:

@@ -49,7 +49,7 @@ _VISITED_FIELD = re.compile(r"visit_\w+\(\s*self,\s*\"(\w+)\"")
 _FIELD_ORDER: Dict[Tuple[type, bool], Tuple[str, ...]] = {}
 
 
-def _child_fields(node_type: type, with_trivia: bool = False) -> Tuple[str, ...]:
+def child_fields(node_type: type, with_trivia: bool = False) -> Tuple[str, ...]:
     """The fields of a node class that can hold child nodes, in source order.
 
     LibCST visits children in the order its `_visit_and_replace_children`
@@ -82,7 +82,7 @@ class BatchedWalker:
                 kind, _, node_name = name.partition("_")
                 table = self.visit if kind == "visit" else self.leave
                 table.setdefault(node_name, []).append(getattr(visitor, name))
-        self.keep = _kept_node_types(frozenset(self.visit) | frozenset(self.leave))
+        self.keep = kept_node_types(frozenset(self.visit) | frozenset(self.leave))
         self.with_trivia = any(issubclass(t, _TRIVIA) for t in self.keep)
 
     def walk(self, root: cst.CSTNode) -> None:
@@ -100,7 +100,7 @@ class BatchedWalker:
                 method(node)
             push((node, True))
             children: List[cst.CSTNode] = []
-            for field_name in _child_fields(type(node), with_trivia):
+            for field_name in child_fields(type(node), with_trivia):
                 value = getattr(node, field_name)
                 value_type = type(value)
                 if value_type in keep:
@@ -129,7 +129,7 @@ def _visitor_method_names(visitor_type: type) -> Tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _kept_node_types(wanted: frozenset) -> frozenset:
+def kept_node_types(wanted: frozenset) -> frozenset:
     skip = tuple(t for t in _TRIVIA if not any(_subclass_named(t, n) for n in wanted))
     # Exact-type set membership: isinstance() against LibCST's abstract
     # classes goes through ABC machinery and dominated the walk's cost.

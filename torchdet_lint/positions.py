@@ -1,0 +1,194 @@
+"""Positions of a few reported nodes without regenerating the whole module.
+
+LibCST's PositionProvider renders the whole module with position tracking,
+about twice the cost of the parse, even when one node in a 6,000-line file is
+reported. Here the statement that contains the node (descending into class
+and function bodies) is located with Python's own parser, which is far
+cheaper, and the provider runs on that statement alone; the result is
+shifted to the statement's real line and indentation. Anything unexpected
+falls back to the whole-module provider.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+
+from torchdet_lint.traversal import child_fields
+from torchdet_lint.traversal import kept_node_types
+
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+Range = Tuple[int, int, int, int]  # line (1-based), column (0-based), end line, end column
+_BODY_OWNERS = (cst.FunctionDef, cst.ClassDef)
+_INDENT_OWNERS = (
+    cst.BaseStatement,
+    cst.BaseSuite,
+    cst.Decorator,
+    cst.EmptyLine,
+    cst.Else,
+    cst.Finally,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.MatchCase,
+)
+
+
+class _Unmappable(Exception):
+    pass
+
+
+def _parent_map(module: cst.Module) -> Dict[int, cst.CSTNode]:
+    """The parent of every node a rule can report (one lean walk, only for files that report)."""
+    parents: Dict[int, cst.CSTNode] = {}
+    stack: List[cst.CSTNode] = [module]
+    keep = kept_node_types(frozenset())
+    while stack:
+        node = stack.pop()
+        for field_name in child_fields(type(node)):
+            value = getattr(node, field_name)
+            if type(value) in keep:
+                parents[id(value)] = node
+                stack.append(value)
+            elif type(value) is tuple or type(value) is list:
+                for item in value:
+                    if type(item) in keep:
+                        parents[id(item)] = node
+                        stack.append(item)
+    return parents
+
+
+def _ast_statements_for(cst_body, ast_body) -> List[Tuple[cst.CSTNode, ast.stmt]]:
+    """Pairs (LibCST statement, first AST statement of it): `a; b` is one LibCST line, two AST statements."""
+    pairs = []
+    index = 0
+    for statement in cst_body:
+        if index >= len(ast_body):
+            raise _Unmappable()
+        pairs.append((statement, ast_body[index]))
+        index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    if index != len(ast_body):
+        raise _Unmappable()
+    return pairs
+
+
+def _first_line(node: ast.stmt) -> int:
+    # LibCST's syntactic start of a decorated definition is its `def`/`class`
+    # line, like ast's lineno (the decorators have their own positions).
+    return node.lineno
+
+
+class LocalPositions:
+    def __init__(self, module: cst.Module, lines) -> None:
+        self.module = module
+        self.lines = lines  # context.LineIndex of the source text
+        self._parents: Optional[Dict[int, cst.CSTNode]] = None
+        self._tree: Optional[ast.Module] = None
+        self._local: Dict[Tuple[int, type], Tuple[object, Tuple[int, int]]] = {}
+        self._whole: Dict[type, object] = {}
+
+    def range(self, node: cst.CSTNode, inclusive: bool = False) -> Range:
+        provider = WhitespaceInclusivePositionProvider if inclusive else PositionProvider
+        try:
+            return self._local_range(node, provider)
+        except (_Unmappable, SyntaxError, ValueError, KeyError, RecursionError, MemoryError):
+            return self._whole_range(node, provider)
+
+    # -- the fallback: LibCST over the whole module ---------------------------------
+    def _whole_range(self, node: cst.CSTNode, provider) -> Range:
+        from torchdet_lint.context import call_with_deep_stack
+
+        if provider not in self._whole:
+            self._whole[provider] = call_with_deep_stack(MetadataWrapper(self.module, unsafe_skip_copy=True).resolve, provider)
+        code_range = self._whole[provider][node]
+        return code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
+
+    # -- the local computation --------------------------------------------------------
+    def _statement_and_line(self, node: cst.CSTNode) -> Tuple[cst.CSTNode, int]:
+        """The innermost mappable statement holding `node`, and its first line in the file."""
+        if self._parents is None:
+            self._parents = _parent_map(self.module)
+            self._tree = ast.parse(self.lines.text)
+        chain = [node]
+        while chain[-1] is not self.module:
+            parent = self._parents.get(id(chain[-1]))
+            if parent is None:
+                raise _Unmappable()
+            chain.append(parent)
+        chain.reverse()  # module, top-level statement, ...
+        cst_body, ast_body = self.module.body, self._tree.body
+        statement, line = None, 0
+        position = 1
+        while position < len(chain):
+            candidate = chain[position]
+            pairs = _ast_statements_for(cst_body, ast_body)
+            match = next((pair for pair in pairs if pair[0] is candidate), None)
+            if match is None:
+                raise _Unmappable()
+            statement, line = match[0], _first_line(match[1])
+            # Descend into a class or function body when the node lies inside it.
+            if isinstance(statement, _BODY_OWNERS) and position + 2 < len(chain) and isinstance(statement.body, cst.IndentedBlock):
+                if chain[position + 1] is statement.body and isinstance(match[1], (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    cst_body, ast_body = statement.body.body, match[1].body
+                    position += 2
+                    continue
+            break
+        if statement is None:
+            raise _Unmappable()
+        return statement, line
+
+    def _local_range(self, node: cst.CSTNode, provider) -> Range:
+        if node is self.module:
+            raise _Unmappable()
+        statement, first_line = self._statement_and_line(node)
+        key = (id(statement), provider)
+        if key not in self._local:
+            mini = cst.Module(
+                body=[statement],
+                header=(),
+                footer=(),
+                encoding=self.module.encoding,
+                default_indent=self.module.default_indent,
+                default_newline=self.module.default_newline,
+                has_trailing_newline=True,
+            )
+            positions = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(provider)
+            start = positions[statement].start
+            if provider is WhitespaceInclusivePositionProvider:
+                # the inclusive range starts at the leading comments; anchor on the syntactic start
+                syntactic = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)[statement].start
+                start = syntactic
+            rendered = _NEWLINE_RE.split(mini.code)
+            self._local[key] = (positions, (start.line, start.column), rendered)
+        positions, (statement_line, _), rendered = self._local[key]
+        code_range = positions[node]
+        inclusive = provider is WhitespaceInclusivePositionProvider
+        # An inclusive range that starts a line owns the indentation in front of it
+        # when the node renders that indentation itself (statements, decorators, ...);
+        # one that ends at a line start ends before the next line's indentation.
+        owns_indent = inclusive and isinstance(node, _INDENT_OWNERS)
+        start_line, start_column = self._shift(code_range.start.line, code_range.start.column, statement_line, first_line, rendered, owns_indent)
+        end_line, end_column = self._shift(code_range.end.line, code_range.end.column, statement_line, first_line, rendered, owns_indent)
+        return start_line, start_column, end_line, end_column
+
+    def _shift(
+        self, mini_line: int, mini_column: int, statement_line: int, first_line: int, rendered: List[str], keep_line_start: bool
+    ) -> Tuple[int, int]:
+        line = first_line + (mini_line - statement_line)
+        if line < 1 or line > len(self.lines.starts):
+            raise _Unmappable()
+        if keep_line_start and mini_column == 0:
+            return line, 0
+        if mini_line - 1 >= len(rendered):
+            return line, mini_column  # the end of the last line
+        mini_text = rendered[mini_line - 1]
+        real_text = self.lines.line_text(line)
+        # A nested statement is rendered without its block's indentation; continuation
+        # lines and string contents are rendered verbatim. Either way the real line ends
+        # with the rendered one, and the difference in length is the shift.
+        if not real_text.endswith(mini_text):
+            raise _Unmappable()
+        return line, mini_column + len(real_text) - len(mini_text)
