@@ -1,0 +1,49 @@
+"""Statement-local positions equal LibCST's whole-module positions for every node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+
+from conftest import FIXTURES, ROOT
+from torchdet_lint.context import LineIndex
+from torchdet_lint.positions import LocalPositions, _parent_map
+
+TRICKY = (
+    "import torch\n"
+    "# a comment\n"
+    "@decorator(\n    arg=1,\n)\n"
+    "class A(  # note\n        Base):\n"
+    "    x = 1; y = torch.zeros(\n        3,\n    )\n"
+    "\n"
+    "    @staticmethod\n"
+    "    async def f(a,\n                b):\n"
+    "        '''doc\n        string'''\n"
+    "        if a:\n            return b.index_add_(0, a, b)  # trailing\n"
+    "        else: return None\n"
+    "\tdef g(self): pass\n"
+)
+
+
+def _sources():
+    yield pytest.param(TRICKY.replace("\tdef g(self): pass\n", "    def g(self): pass\n"), id="tricky")
+    yield pytest.param(TRICKY.replace("\n", "\r\n").replace("\tdef g(self): pass\r\n", ""), id="crlf")
+    for path in sorted((ROOT / "examples").rglob("*.py")) + sorted(FIXTURES.rglob("*.py"))[:40]:
+        yield pytest.param(path.read_text(encoding="utf-8"), id=str(path.relative_to(ROOT)))
+
+
+@pytest.mark.parametrize("source", _sources())
+def test_local_positions_match_libcst(source: str) -> None:
+    module = cst.parse_module(source)
+    parents = _parent_map(module)
+    for provider, inclusive in ((PositionProvider, False), (WhitespaceInclusivePositionProvider, True)):
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(provider)
+        local = LocalPositions(module, LineIndex(source))
+        for node, code_range in expected.items():
+            if id(node) not in parents:
+                continue  # trivia and the module itself are never reported
+            want = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
+            assert local._local_range(node, provider) == want, (type(node).__name__, inclusive)
