@@ -35,7 +35,7 @@ def _sources():
         yield pytest.param(path.read_text(encoding="utf-8"), id=str(path.relative_to(ROOT)))
 
 
-@pytest.mark.parametrize("source", _sources())
+@pytest.mark.parametrize("source", list(_sources()))
 def test_local_positions_match_libcst(source: str) -> None:
     module = cst.parse_module(source)
     parents = _parent_map(module)
