@@ -8,6 +8,7 @@ import ast
 import fnmatch
 import re
 import tokenize
+from itertools import accumulate
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -119,21 +120,22 @@ def file_rule_classes(selected: frozenset) -> List[type]:
 # process: 100,000 unary minus signs, 5,000 nested parentheses). Python's own
 # parser refuses such input cleanly, so a file that shows deep-nesting
 # signals is checked with it first.
-_DEEP_NESTING_RE = re.compile(r"(?:[-+~(\[{]\s*){100,}|(?:\b(?:not|await|lambda)\b[^\n]{0,20}?){100,}")
-_BRACKET_DEPTH = {ord("("): 1, ord("["): 1, ord("{"): 1, ord(")"): -1, ord("]"): -1, ord("}"): -1}
+_UNARY_RUN_RE = re.compile(r"[-+~(\[{](?:[ \t]*[-+~(\[{]){99}")
+_KEYWORD_RUN_RE = re.compile(r"(?:(?:not|await)\s+){50}")
+_NOT_BRACKETS_RE = re.compile(r"[^()\[\]{}]+")
+_BRACKET_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _MAX_SAFE_DEPTH = 100
 
 
 def _may_nest_deeply(text: str) -> bool:
-    if _DEEP_NESTING_RE.search(text):
+    """A cheap over-approximation (about 1% of a parse): runs of unary operators
+    or brackets, chains of `not`/`await`, or bracket depth over 100."""
+    if _UNARY_RUN_RE.search(text):
         return True
-    brackets = text.translate({c: None for c in range(128) if c not in _BRACKET_DEPTH}) if len(text) < 50_000_000 else ""
-    depth = 0
-    for step in map(_BRACKET_DEPTH.get, map(ord, brackets)):
-        depth += step or 0
-        if depth > _MAX_SAFE_DEPTH:
-            return True
-    return False
+    if (text.count("not ") > 50 or text.count("await ") > 50) and _KEYWORD_RUN_RE.search(text):
+        return True
+    brackets = _NOT_BRACKETS_RE.sub("", text)
+    return bool(brackets) and max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > _MAX_SAFE_DEPTH
 
 
 class UnsafeToParse(Exception):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import libcst as cst
@@ -45,7 +46,9 @@ _CANONICAL_PATTERNS = [
 ]
 
 
+@lru_cache(maxsize=8192)
 def canonical(qualified: str) -> str:
+    # Cached: every call node is canonicalised, and most names repeat within a run.
     for pattern, replacement in _CANONICAL_PATTERNS:
         if pattern.search(qualified):
             qualified = pattern.sub(replacement, qualified)
@@ -87,12 +90,13 @@ class NameResolver(cst.BatchableCSTVisitor):
         self.scopes: List[_Scope] = [_Scope("module")]
         self.module_final: Dict[str, Optional[str]] = {}
         self._except_depth = 0
+        self._function_depth = 0
         self.imported_modules: List[str] = []  # every imported module, in order, for the project graph
 
     # -- queries -----------------------------------------------------------------
     def lookup(self, name: str) -> Optional[str]:
         innermost = self.scopes[-1]
-        in_function = any(scope.kind == "function" for scope in self.scopes)
+        in_function = self._function_depth > 0
         for scope in reversed(self.scopes):
             if scope.kind == "class" and scope is not innermost:
                 continue  # class bodies are not visible from their methods
@@ -125,7 +129,7 @@ class NameResolver(cst.BatchableCSTVisitor):
         return canonical(f"{bound}.{rest}" if rest else bound)
 
     def in_function(self) -> bool:
-        return any(scope.kind == "function" for scope in self.scopes)
+        return self._function_depth > 0
 
     # -- binding -----------------------------------------------------------------
     def _bind(self, name: str, qualified: Optional[str], is_import: bool = False) -> None:
@@ -297,18 +301,22 @@ class NameResolver(cst.BatchableCSTVisitor):
             if isinstance(star, cst.Param):
                 scope.bindings[star.name.value] = None
         self.scopes.append(scope)
+        self._function_depth += 1
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
+        self._function_depth -= 1
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         scope = _Scope("function")
         for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
             scope.bindings[param.name.value] = None
         self.scopes.append(scope)
+        self._function_depth += 1
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.scopes.pop()
+        self._function_depth -= 1
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._bind(node.name.value, None)

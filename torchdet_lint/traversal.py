@@ -82,8 +82,9 @@ class BatchedWalker:
                 kind, _, node_name = name.partition("_")
                 table = self.visit if kind == "visit" else self.leave
                 table.setdefault(node_name, []).append(getattr(visitor, name))
-        self.keep = kept_node_types(frozenset(self.visit) | frozenset(self.leave))
-        self.with_trivia = any(issubclass(t, _TRIVIA) for t in self.keep)
+        wanted = frozenset(self.visit) | frozenset(self.leave)
+        self.keep = kept_node_types(wanted)
+        self.with_trivia = _wants_trivia(wanted)
 
     def walk(self, root: cst.CSTNode) -> None:
         visit, leave, keep, with_trivia = self.visit, self.leave, self.keep, self.with_trivia
@@ -134,6 +135,11 @@ def kept_node_types(wanted: frozenset) -> frozenset:
     # Exact-type set membership: isinstance() against LibCST's abstract
     # classes goes through ABC machinery and dominated the walk's cost.
     return frozenset(t for t in _concrete_node_types() if not issubclass(t, skip))
+
+
+@functools.lru_cache(maxsize=None)
+def _wants_trivia(wanted: frozenset) -> bool:
+    return any(issubclass(t, _TRIVIA) for t in kept_node_types(wanted))
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,678 @@
+"""TDL2xx: operations whose determinism depends on `torch.use_deterministic_algorithms`,
+matched against the TOML catalog (`rules/ops.toml`, `rules/third_party.toml`).
+
+`match_operations(context, call)` is the public matcher (also used for the
+file summaries); the three rules only phrase and filter its answers.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from torchdet_lint.catalog import (
+    DETERMINISTIC_ALTERNATIVE,
+    FLAG_HONOURED,
+    IGNORES_FLAG,
+    NOT_LITERAL,
+    OPAQUE_DEFAULT,
+    RAISES,
+    REQUIRED,
+    THIRD_PARTY_KIND,
+    UNKNOWN,
+    Case,
+    Catalog,
+    Form,
+    Operation,
+    Symbol,
+    Truth,
+    evaluate_all,
+    load_catalog,
+    version_text,
+)
+from torchdet_lint.names import dotted_name, find_arg, literal
+from torchdet_lint.rule import Rule
+
+_SEVERITY = {RAISES: 2, IGNORES_FLAG: 2, DETERMINISTIC_ALTERNATIVE: 1}
+# Receivers that are almost never tensors: `self.gather(...)` is the class's own method.
+_NON_TENSOR_RECEIVERS = frozenset({"self", "cls"})
+_FLAG_CALL = "`torch.use_deterministic_algorithms(True)`"
+
+
+@dataclass(frozen=True)
+class OperationMatch:
+    """One catalog operation a call performs, at the file's target torch version."""
+
+    op_id: str
+    op_name: str  # the catalog's name of the operation: "interpolate", "reflection padding"
+    name: str  # the call as the user wrote it: `F.interpolate`, `nn.Upsample`, `Tensor.index_add_`
+    behavior: str  # "raises" | "deterministic-alternative" | "ignores-flag"
+    condition: str  # e.g. "backward on CUDA, floating point, mode='bicubic'"
+    certain: bool  # False when a non-literal argument may or may not meet the condition
+    case_id: str
+    label: str  # the argument case, e.g. "mode='bicubic'" ("" when the op has one case)
+    remedy: str
+    strict_only: bool = False  # TDL202 reports it in profile strict only
+    third_party: bool = False
+    honoured_since: Optional[Tuple[int, int]] = None  # third party through a torch op the flag fixes
+    via: str = ""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    operation: Operation
+    form: Form
+    as_method: bool  # arguments exclude the tensor the method is called on
+
+
+class _Index:
+    """The catalog's call forms by qualified name and by method name, plus the
+    set of last name segments used to skip most calls without resolving them."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.by_qualified: Dict[str, List[_Entry]] = {}
+        self.by_method: Dict[str, List[_Entry]] = {}
+        for operation in catalog.operations:
+            if not operation.report:
+                continue
+            for form in operation.forms:
+                for name in (*form.functions, *form.modules):
+                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False))
+                for name in form.methods:
+                    self.by_method.setdefault(name, []).append(_Entry(operation, form, True))
+                    # `torch.Tensor.index_add_(x, ...)`: the method called as a function
+                    self.by_qualified.setdefault("torch.Tensor." + name, []).append(_Entry(operation, form, False))
+        self.segments = frozenset(name.rsplit(".", 1)[-1] for name in self.by_qualified) | frozenset(self.by_method)
+
+
+_INDEXES: Dict[int, _Index] = {}
+
+
+def _index(catalog: Catalog) -> _Index:
+    index = _INDEXES.get(id(catalog))
+    if index is None or index.catalog is not catalog:
+        index = _INDEXES[id(catalog)] = _Index(catalog)
+    return index
+
+
+# -- argument values ---------------------------------------------------------------
+
+
+def _argument_value(node: cst.BaseExpression, context) -> Any:
+    value = literal(node)
+    if value is NOT_LITERAL and isinstance(node, (cst.Name, cst.Attribute)):
+        qualified = context.qualified_name(node)
+        if qualified and not qualified.startswith("builtins."):
+            return Symbol(qualified)
+    return value
+
+
+def _parameter_values(entry: _Entry, call: cst.Call, context) -> Dict[str, Any]:
+    """Each signature parameter's value at this call: the argument (literal,
+    Symbol or NOT_LITERAL), else the form's fixed value, else the default."""
+    form = entry.form
+    values: Dict[str, Any] = dict(form.fixed)
+    if form.params is None:
+        return values
+    params = form.params[1:] if entry.as_method else form.params
+    # `*args` / `**kwargs` splats are taken to carry other arguments (timm passes
+    # `**dd` with device and dtype to every layer); a condition hidden in one is not seen.
+    position = 0
+    for param in params:
+        if param.name in values:
+            continue
+        arg = find_arg(call, keyword=param.name, position=None if param.keyword_only else position)
+        if not param.keyword_only:
+            position += 1
+        if arg is not None:
+            values[param.name] = _argument_value(arg.value, context)
+        elif param.default is REQUIRED:
+            values[param.name] = None  # given some other way (`value=` instead of `src`)
+        elif param.default is OPAQUE_DEFAULT:
+            values[param.name] = NOT_LITERAL
+        else:
+            values[param.name] = param.default
+    return values
+
+
+def _fits_method(form: Form, call: cst.Call) -> bool:
+    """Whether a method call can be this Tensor method: its keywords exist and its
+    required arguments are there (`queue.put(item, block=False)`, `df.median()`,
+    `accelerator.gather(x)` are other APIs)."""
+    params = (form.params or ())[1:]
+    names = {param.name for param in params}
+    positional = [param for param in params if not param.keyword_only]
+    star = any(arg.star == "*" for arg in call.args)
+    star_kwargs = any(arg.star == "**" for arg in call.args)
+    given_positional = 0
+    given_keywords = set()
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            given_positional += 1
+        elif arg.keyword.value not in names:
+            return False
+        else:
+            given_keywords.add(arg.keyword.value)
+    if not star and given_positional > len(positional):
+        return False
+    if star or star_kwargs:
+        return True
+    required = [param for param in positional if param.default is REQUIRED]
+    filled = sum(1 for index, param in enumerate(required) if index < given_positional or param.name in given_keywords)
+    return filled == len(required)
+
+
+# -- matching ----------------------------------------------------------------------
+
+
+def _candidates(context, call: cst.Call, index: _Index) -> List[_Entry]:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        last = func.attr.value
+        if last not in index.segments:
+            return []
+    elif isinstance(func, cst.Name):
+        last = func.value
+        if last not in index.segments:
+            # `from torch.nn.functional import interpolate as resize`
+            bound = context.resolver.module_final.get(last)
+            if not bound or bound.rsplit(".", 1)[-1] not in index.segments:
+                return []
+    else:
+        return []
+    qualified = context.call_name(call)
+    if qualified is not None:
+        return index.by_qualified.get(qualified, [])
+    if not isinstance(func, cst.Attribute) or not context.imports_torch:
+        return []
+    receiver = func.value
+    if isinstance(receiver, cst.Name) and receiver.value in _NON_TENSOR_RECEIVERS:
+        return []
+    return [entry for entry in index.by_method.get(last, ()) if _fits_method(entry.form, call)]
+
+
+def _display_name(call: cst.Call, entry: _Entry, context) -> str:
+    func = call.func
+    if entry.as_method and isinstance(func, cst.Attribute):
+        return "Tensor." + func.attr.value
+    spelled = dotted_name(func)
+    if spelled and len(spelled) <= 48:
+        return spelled
+    return entry.operation.name
+
+
+def _match_entry(entry: _Entry, call: cst.Call, context) -> Optional[OperationMatch]:
+    operation = entry.operation
+    form = entry.form
+    values = _parameter_values(entry, call, context)
+    form_truth = evaluate_all(form.when, values)
+    if form_truth is Truth.NO:
+        return None
+    version = context.torch_version
+    best: Optional[Tuple[int, int, Case, str]] = None
+    maybe_labels: List[str] = []
+    for case in operation.cases:
+        if form.cases is not None and case.id not in form.cases:
+            continue
+        truth = min(form_truth, evaluate_all(case.when, values))
+        if truth is Truth.NO:
+            continue
+        status = operation.status_at(case, version)
+        if status not in _SEVERITY:
+            continue
+        if truth is Truth.MAYBE and case.label:
+            maybe_labels.append(case.label)
+        key = (_SEVERITY[status], int(truth))
+        if best is None or key > best[:2]:
+            best = (key[0], key[1], case, status)
+    if best is None:
+        return None
+    severity, truth, case, status = best
+    certain = truth == int(Truth.YES)
+    label = case.label
+    if not certain:
+        # Name every case of the worst behaviour a non-literal argument could select.
+        same = [c.label for c in operation.cases if c.label in maybe_labels and operation.status_at(c, version) == status]
+        label = " or ".join(dict.fromkeys(same)) or label
+    condition = case.condition_text() + (f", {label}" if label else "")
+    return OperationMatch(
+        op_id=operation.id,
+        op_name=operation.name,
+        name=_display_name(call, entry, context),
+        behavior=status,
+        condition=condition,
+        certain=certain,
+        case_id=case.id,
+        label=label,
+        remedy=case.remedy,
+        strict_only=operation.strict_only,
+        third_party=operation.kind == THIRD_PARTY_KIND,
+        honoured_since=operation.honoured_since,
+        via=operation.via,
+    )
+
+
+class _Matcher:
+    """Per file: remembers the last call's answer, since TDL201, TDL202, TDL203
+    and the summary collector all ask about the same call in one traversal."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.index = _index(catalog)
+        self.last_call: Optional[cst.Call] = None
+        self.last_matches: List[OperationMatch] = []
+
+    def matches(self, context, call: cst.Call) -> List[OperationMatch]:
+        if call is self.last_call:
+            return self.last_matches
+        result: List[OperationMatch] = []
+        seen = set()
+        for entry in _candidates(context, call, self.index):
+            if entry.operation.id in seen:
+                continue
+            match = _match_entry(entry, call, context)
+            if match is not None:
+                seen.add(entry.operation.id)
+                result.append(match)
+        self.last_call, self.last_matches = call, result
+        return result
+
+
+_MATCHERS: "weakref.WeakKeyDictionary[Any, _Matcher]" = weakref.WeakKeyDictionary()
+
+
+def _all_matches(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+    catalog = catalog or load_catalog()
+    matcher = _MATCHERS.get(context)
+    if matcher is None or matcher.index.catalog is not catalog:
+        matcher = _MATCHERS[context] = _Matcher(catalog)
+    return matcher.matches(context, call)
+
+
+def match_operations(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+    """The catalog operations a call performs that the flag governs at the file's
+    target version: behaviour "raises" (TDL202) or "deterministic-alternative"
+    (TDL201), convolutions and the strict-only losses included, and third-party
+    functions that reach a torch operation the flag makes deterministic.
+
+    Works whether or not any TDL2xx rule is selected; cheap for calls that
+    cannot match (a set lookup on the last name segment).
+    """
+    return [m for m in _all_matches(context, call, catalog) if m.behavior != IGNORES_FLAG]
+
+
+def match_third_party(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+    """The third-party kernels (TDL203) a call performs."""
+    return [m for m in _all_matches(context, call, catalog) if m.third_party]
+
+
+# -- does this file enable the flag? ---------------------------------------------------
+
+_ENABLING_SEGMENTS = frozenset(
+    {"use_deterministic_algorithms", "set_deterministic", "set_deterministic_debug_mode", "Trainer", "set_seed", "enable_full_determinism"}
+)
+_TRAINERS = frozenset({"lightning.pytorch.Trainer"})
+_SEED_HELPERS_WITH_FLAG = frozenset({"transformers.set_seed", "accelerate.utils.set_seed"})
+
+
+def _may_be_true(node: Optional[cst.BaseExpression], accepted: Sequence[Any] = (True,)) -> bool:
+    if node is None:
+        return False
+    value = literal(node)
+    return value is NOT_LITERAL or any(value == a and type(value) is type(a) for a in accepted)
+
+
+def enables_deterministic_mode(context, call: cst.Call) -> bool:
+    """Whether a call turns `torch.use_deterministic_algorithms` on (RULES.md
+    "Enabling the flag"): a literal True or a non-literal mode, `warn_only`
+    included; `set_deterministic_debug_mode("warn"|"error"|1|2)`;
+    `Trainer(deterministic=True)`; `transformers.set_seed(..., deterministic=True)`;
+    `enable_full_determinism`; `accelerate.utils.set_seed(..., deterministic=True)`."""
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if last not in _ENABLING_SEGMENTS:
+        if not isinstance(func, cst.Name) or not (context.resolver.module_final.get(func.value) or "").endswith(tuple(_ENABLING_SEGMENTS)):
+            return False
+    name = context.call_name(call)
+    if name in ("torch.use_deterministic_algorithms", "torch.set_deterministic"):
+        arg = find_arg(call, "mode", 0) or find_arg(call, "d")
+        return arg is not None and _may_be_true(arg.value)
+    if name == "torch.set_deterministic_debug_mode":
+        arg = find_arg(call, "debug_mode", 0)
+        return arg is not None and _may_be_true(arg.value, ("warn", "error", 1, 2))
+    if name in _TRAINERS:
+        arg = find_arg(call, "deterministic")
+        return arg is not None and _may_be_true(arg.value, (True, "warn"))
+    if name in _SEED_HELPERS_WITH_FLAG:
+        arg = find_arg(call, "deterministic")
+        return arg is not None and _may_be_true(arg.value)
+    return name == "transformers.enable_full_determinism"
+
+
+# -- the rules ---------------------------------------------------------------------------
+
+
+class _FlagAware(Rule):
+    """Buffers diagnostics that an enabled flag anywhere in the file silences."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.assume_enabled = bool(context.settings.assume_deterministic_mode)
+        self.enabled = False
+        self.pending: List[Tuple[cst.CSTNode, str]] = []
+
+    def note_flag(self, call: cst.Call) -> None:
+        if not self.enabled and enables_deterministic_mode(self.context, call):
+            self.enabled = True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not (self.enabled or self.assume_enabled):
+            for node, message in self.pending:
+                self.report(node, message)
+        self.pending = []
+
+
+def _quoted(name: str) -> str:
+    return f"`{name}`"
+
+
+def _deterministic_message(match: OperationMatch, version: str) -> str:
+    may = "" if match.certain else " (if the argument selects it)"
+    return (
+        f"{_quoted(match.name)} is nondeterministic ({match.condition}){may}; torch {version} has a deterministic "
+        f"implementation that {_FLAG_CALL} selects, and nothing in this file enables it"
+    )
+
+
+class NondeterministicOp(_FlagAware):
+    """
+    ## Why is this bad?
+    The operation has a nondeterministic implementation that PyTorch uses by
+    default (atomic additions in a CUDA kernel, cuDNN algorithms chosen
+    without regard to determinism, ...), so two runs on the same data can
+    give different numbers, and the difference grows through training.
+    `torch.use_deterministic_algorithms(True)` makes PyTorch use a
+    deterministic implementation instead, at some cost in speed.
+
+    The TDL2xx rules split the operations of the catalog (`rules/ops.toml`,
+    generated from PyTorch's documentation and code for torch 1.7 to 2.14)
+    into two classes:
+
+    - those PyTorch makes deterministic under the flag (this rule, TDL201):
+      convolutions, `index_add_`, `scatter_add_`, `scatter_reduce` with sum or
+      mean, `gather`/`take_along_dim` and `index_select` backward,
+      `repeat_interleave`, `index_copy`, `index_put` and `put_` on the CPU,
+      replication padding, bilinear interpolation (from 2.1), trilinear (2.9),
+      float `cumsum` (2.6), 2-d reflection padding (2.7), `MaxPool3d` with
+      `return_indices=True` (2.13), `nn.Embedding` backward (2.11), ...;
+    - those with no deterministic implementation, which raise under the flag
+      (TDL202).
+
+    The class of an operation depends on the target torch version (config
+    `torch-version`, else the installed torch's package metadata, else the
+    newest version in the catalog): `index_add_` raised before 1.9 and is
+    deterministic under the flag since. Most of these operations are
+    nondeterministic only on CUDA, some only in the backward pass; the
+    message says which.
+
+    This rule only reports when nothing enables the flag: a call of
+    `torch.use_deterministic_algorithms` with `True` or a non-literal value
+    (`warn_only=True` included), `torch.set_deterministic_debug_mode` with
+    `"warn"`/`"error"`/`1`/`2`, Lightning's `Trainer(deterministic=True)`,
+    `transformers.set_seed(..., deterministic=True)`,
+    `transformers.enable_full_determinism()` or
+    `accelerate.utils.set_seed(..., deterministic=True)`. One such call
+    anywhere in the file silences the rule for the whole file; in a project
+    run, an enabling entry point silences it for the modules it reaches.
+    TDL302 reports the entry points that never enable the flag.
+
+    ## Known problems
+    Static analysis sees calls, not tensors: the device, the dtype, the
+    input rank and whether a backward pass runs are unknown, so an operation
+    is reported as if it ran on CUDA with floating-point input and a
+    gradient (convolutions on the CPU, integer `cumsum`, inference-only code
+    are reported too). Tensor methods (`x.index_add_(...)`) are matched by
+    name, only in files that import torch, only when the arguments fit the
+    Tensor method (`df.median()` and `queue.put(item, block=False)` do not),
+    and never on `self`/`cls`; `x.put(...)` without the underscore is left
+    out because caches and queues use that name. Another API with a Tensor
+    method's name and argument shape is still taken for it (a process
+    group's `group.scatter(outputs, inputs, opts)`): use `# noqa: TDL201`. Subscripts with tensor
+    indices (`x[idx] = v`, the backward of `x[idx]` on the CPU) and sparse
+    `bmm` cannot be recognised and are not reported. The flag must be on
+    when the forward runs for the decomposed operations (interpolate,
+    replication padding, `max_pool3d`), which a whole-file check cannot
+    verify.
+
+    Decisions: `torch.empty`, `resize_` and friends (deterministic
+    alternative only in torch 2.1, then filled through
+    `torch.utils.deterministic.fill_uninitialized_memory`) are catalog facts
+    that are never reported, since nearly every such tensor is written
+    before it is read. An operation that may also raise (TDL202) is left to
+    TDL202.
+
+    ## Options
+    Off by default; on in profile `strict` or with `--select TDL201`.
+    `assume-deterministic-mode = true` silences it (the flag is enabled
+    somewhere the analysis cannot see, such as a launcher). `torch-version`
+    selects the behaviour.
+
+    ## References
+    - `torch.use_deterministic_algorithms`: <https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html>
+    - PyTorch, Reproducibility: <https://pytorch.org/docs/stable/notes/randomness.html>
+    - The catalog: `rules/ops.toml` (sources per entry)
+    """
+
+    code = "TDL201"
+    name = "nondeterministic-op"
+    summary = "an operation that is nondeterministic unless `torch.use_deterministic_algorithms(True)` is on, and nothing enables it"
+    profiles = frozenset({"strict"})
+    bad = (
+        "import torch\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n",
+        "import torch.nn as nn\n\nconv = nn.Conv2d(3, 16, 3)\n",
+        "import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode=\"bilinear\")\n",
+    )
+    good = (
+        "import torch\ntorch.use_deterministic_algorithms(True)\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n",
+        "import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2)\n",
+        "import pandas as pd\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.note_flag(node)
+        if self.assume_enabled or self.enabled:
+            return
+        matches = [m for m in match_operations(self.context, node) if not m.third_party]
+        if not matches or any(m.behavior == RAISES for m in matches):
+            return
+        version = self.context.version_text()
+        self.pending.append((node, _deterministic_message(matches[0], version)))
+
+
+class OpWithoutDeterministicImplementation(Rule):
+    """
+    ## Why is this bad?
+    The operation has no deterministic implementation at the target torch
+    version: under `torch.use_deterministic_algorithms(True)` PyTorch raises
+    `RuntimeError: ... does not have a deterministic implementation`, and
+    without the flag it silently gives run-to-run different results. Either
+    way the program cannot be both deterministic and running. The message
+    names the condition (CUDA, forward or backward pass, dtype, the argument
+    that selects the kernel), the target version and a way out: another
+    mode or argument, an upgrade, running it on the CPU, or
+    `use_deterministic_algorithms(True, warn_only=True)`, which only warns
+    and leaves the operation nondeterministic (TDL305).
+
+    The catalog (`rules/ops.toml`) has two classes of operations: those
+    PyTorch makes deterministic under the flag (TDL201) and those that raise
+    (this rule). Which class an operation is in depends on the version: the
+    catalog follows PyTorch's code where its docstring lags (bilinear
+    interpolation is deterministic under the flag from 2.1, trilinear from
+    2.9, float `cumsum` from 2.6, 2-d reflection padding from 2.7,
+    `kthvalue` is always deterministic from 2.10), and where the code lags
+    the docstring (`nn.MaxPool3d` without `return_indices=True` still takes
+    the raising CUDA backward in 2.13). The target version is config
+    `torch-version`, else the installed torch's package metadata, else the
+    newest version in the catalog.
+
+    Argument conditions are read from literals: `mode="nearest"` (the
+    default of `F.interpolate`), `bincount` without `weights`, `median`
+    without `dim`, `scatter_reduce(reduce="amax")`, `EmbeddingBag(mode="mean")`,
+    `F.pad` with `mode="constant"` and `AdaptiveAvgPool2d(1)` (computed as a
+    mean) are not reported; a non-literal argument that could select the
+    raising kernel is reported ("may"). `F.pad(mode="reflect")` maps a
+    literal pad of length 2, 4, 6 to the 1-d, 2-d, 3-d kernel, otherwise the
+    worst case at that version; convolutions with
+    `padding_mode="reflect"` pad the same way.
+
+    ## Known problems
+    Static analysis does not know the device, dtype, rank or whether a
+    backward pass runs: the device is assumed to be CUDA (the worst case: a
+    `put_(..., accumulate=True)` raises there), and backward-only kernels
+    are reported in inference code too. Tensor methods are matched by name
+    in files that import torch, when their arguments fit the Tensor method.
+
+    The cross-entropy and NLL losses (`nn.CrossEntropyLoss`, `nn.NLLLoss`,
+    `F.cross_entropy`, `F.nll_loss`) raise on CUDA only for inputs of 3 or
+    more dimensions (segmentation-style losses), which cannot be seen; to
+    keep every classification loss from being reported, they are reported
+    in profile `strict` only (and never with a literal `reduction="none"`).
+    They still count as catalog operations for TDL302. cuBLAS matrix
+    products are never reported here: before torch 2.10 they need
+    `CUBLAS_WORKSPACE_CONFIG`, which TDL303 covers. Quantized `resize_`
+    raises too, but quantized tensors are not visible statically.
+
+    ## Options
+    `torch-version`; `profile = "strict"` adds the losses.
+
+    ## References
+    - `torch.use_deterministic_algorithms`: <https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html>
+    - PyTorch, Reproducibility: <https://pytorch.org/docs/stable/notes/randomness.html>
+    - The catalog: `rules/ops.toml` (sources per entry)
+    """
+
+    code = "TDL202"
+    name = "op-without-deterministic-implementation"
+    summary = "an operation with no deterministic implementation: it raises under `torch.use_deterministic_algorithms(True)`"
+    bad = (
+        "import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode=\"bicubic\")\n",
+        "import torch.nn as nn\n\npool = nn.AdaptiveAvgPool2d(7)\n",
+        "import torch\n\ndef hist(x):\n    return torch.histc(x, bins=10)\n",
+    )
+    good = (
+        "import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2)\n",
+        "import torch.nn as nn\n\npool = nn.AdaptiveAvgPool2d((1, 1))\n",
+        "import torch\n\ndef count(x):\n    return torch.bincount(x)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        raising = [
+            m
+            for m in match_operations(self.context, node)
+            if m.behavior == RAISES and not m.third_party and (self.context.strict or not m.strict_only)
+        ]
+        if not raising:
+            return
+        first = max(raising, key=lambda m: m.certain)
+        verb = "raises" if first.certain else "may raise"
+        message = (
+            f"{_quoted(first.name)} {verb} under {_FLAG_CALL} in torch {self.context.version_text()}: "
+            f"no deterministic implementation ({first.condition}); way out: {first.remedy}, "
+            f"or `warn_only=True` (which only warns and stays nondeterministic)"
+        )
+        others = [m for m in raising if m is not first]
+        if others:
+            message += "; also " + "; ".join(f"{m.op_name} ({m.condition})" for m in others)
+        self.report(node, message)
+
+
+class NondeterministicThirdPartyKernel(_FlagAware):
+    """
+    ## Why is this bad?
+    Some libraries run their own CUDA kernels with atomic additions, whose
+    order varies from run to run, so floating-point sums differ in the last
+    bits and the differences grow through training. Two kinds are reported:
+
+    - kernels that ignore `torch.use_deterministic_algorithms`:
+      `torch_scatter.segment_coo` (and `segment_sum_coo`/`segment_mean_coo`)
+      and `scatter_mul`, and `flash_attn` functions called without
+      `deterministic=True` (their backward accumulates with atomics);
+      these are always reported, the flag cannot help;
+    - library functions that sum through torch's own `Tensor.scatter_add_`:
+      `torch_scatter.scatter` (sum and mean, and `scatter_sum`,
+      `scatter_mean`, `scatter_std`, `scatter_softmax`, ...), PyG's
+      `torch_geometric.utils.scatter` (sum and mean), `global_add_pool` and
+      `global_mean_pool` with a batch vector. They are nondeterministic on
+      CUDA unless the flag is on (from torch 1.13, where `scatter_add_`
+      became deterministic under it; before, the flag makes them raise);
+      they are reported only while nothing in the file enables the flag
+      (the same enabling calls as TDL201; `assume-deterministic-mode`
+      silences them) and count as catalog operations for TDL302.
+
+    Reductions that do not depend on order (`reduce="min"`/`"max"`) and
+    `torch_scatter.segment_csr`, which its documentation calls fully
+    deterministic, are not reported.
+
+    ## Known problems
+    The device is unknown: CPU runs are reported too. PyG message-passing
+    layers aggregate with the same scatter (`MessagePassing(aggr="add")`,
+    `GCNConv`, ...) but are not matched: only the functions above are.
+    A `deterministic` argument passed to `flash_attn` by position is not
+    seen. The library versions are not checked (the facts hold for
+    torch_scatter 1.x-2.1, PyG 2.x, flash_attn 2.x and 3.x).
+
+    ## Options
+    `assume-deterministic-mode` silences the flag-honouring kind.
+
+    ## References
+    - torch_scatter: <https://pytorch-scatter.readthedocs.io/> ("implemented via atomic operations on the GPU and is therefore non-deterministic")
+    - PyG `torch_geometric.utils.scatter`
+    - flash-attention `flash_attn_func(..., deterministic=False)`
+    - The catalog: `rules/third_party.toml`
+    """
+
+    code = "TDL203"
+    name = "nondeterministic-third-party-kernel"
+    summary = "a third-party CUDA kernel whose atomic accumulation makes results vary between runs"
+    bad = (
+        "from torch_scatter import segment_coo\n\ndef pool(x, index):\n    return segment_coo(x, index, reduce=\"sum\")\n",
+        "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n",
+        "from torch_geometric.nn import global_mean_pool\n\ndef readout(x, batch):\n    return global_mean_pool(x, batch)\n",
+    )
+    good = (
+        "from torch_scatter import segment_csr\n\ndef pool(x, ptr):\n    return segment_csr(x, ptr, reduce=\"sum\")\n",
+        "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True, deterministic=True)\n",
+        "import torch\nfrom torch_geometric.nn import global_mean_pool\n\ntorch.use_deterministic_algorithms(True)\n\ndef readout(x, batch):\n    return global_mean_pool(x, batch)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.note_flag(node)
+        for match in match_third_party(self.context, node):
+            if match.behavior == IGNORES_FLAG:
+                self.report(
+                    node,
+                    f"{_quoted(match.name)} {'runs' if match.certain else 'may run'} a nondeterministic CUDA kernel ({match.condition}) that "
+                    f"{_FLAG_CALL} does not cover; way out: {match.remedy}",
+                )
+            elif match.behavior == DETERMINISTIC_ALTERNATIVE:
+                self.pending.append(
+                    (
+                        node,
+                        f"{_quoted(match.name)} sums with atomic adds through `{match.via}` ({match.condition}): "
+                        f"nondeterministic unless {_FLAG_CALL} is on, and nothing in this file enables it",
+                    )
+                )
+            else:
+                since = version_text(match.honoured_since or (0, 0))
+                self.report(
+                    node,
+                    f"{_quoted(match.name)} sums with atomic adds through `{match.via}` ({match.condition}): "
+                    f"nondeterministic, and torch {self.context.version_text()} raises under {_FLAG_CALL} "
+                    f"(deterministic under the flag from torch {since})",
+                )
+            break
