@@ -83,3 +83,18 @@ def test_deep_nesting_does_not_recurse() -> None:
 
     BatchedWalker([Ints()]).walk(module)
     assert seen == ["1"]
+
+
+def test_shipped_field_table_matches_libcst() -> None:
+    """The generated table equals what introspection computes (regenerate: python -m torchdet_lint.traversal)."""
+    from libcst._version import __version__ as libcst_version
+
+    from torchdet_lint import _node_fields
+    from torchdet_lint.traversal import _concrete_node_types, compute_child_fields
+
+    if _node_fields.LIBCST_VERSION != libcst_version:
+        pytest.skip(f"table generated for LibCST {_node_fields.LIBCST_VERSION}; {libcst_version} is introspected at run time")
+    for node_type in _concrete_node_types():
+        if getattr(cst, node_type.__name__, None) is node_type:
+            expected = (compute_child_fields(node_type, False), compute_child_fields(node_type, True))
+            assert _node_fields.FIELDS[node_type.__name__] == expected, node_type.__name__
