@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-import pathspec
-
 DEFAULT_EXCLUDES = (
     ".git",
     ".hg",
@@ -49,7 +47,9 @@ def display_path(path: Path, cwd: Optional[Path] = None) -> str:
         return str(path)
 
 
-def _spec(patterns: Sequence[str]) -> pathspec.PathSpec:
+def _spec(patterns: Sequence[str]):
+    import pathspec  # imported on first use: a one-file run needs no pattern matching
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
@@ -58,10 +58,17 @@ class _Excluder:
 
     def __init__(self, root: Path, patterns: Sequence[str]) -> None:
         self.root = root
-        self.config_spec = _spec(list(DEFAULT_EXCLUDES) + list(patterns))
-        self._gitignores: Dict[Path, Optional[pathspec.PathSpec]] = {}
+        self.patterns = list(DEFAULT_EXCLUDES) + list(patterns)
+        self._config_spec = None
+        self._gitignores: Dict[Path, object] = {}
 
-    def _gitignore(self, directory: Path) -> Optional[pathspec.PathSpec]:
+    @property
+    def config_spec(self):
+        if self._config_spec is None:
+            self._config_spec = _spec(self.patterns)
+        return self._config_spec
+
+    def _gitignore(self, directory: Path):
         if directory not in self._gitignores:
             spec = None
             try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -98,6 +97,8 @@ def run(
     bar = ProgressBar(len(tasks)) if progress else None
     started = time.perf_counter()
     if jobs > 1 and len(tasks) >= _PARALLEL_THRESHOLD:
+        from concurrent.futures import ProcessPoolExecutor  # only for long runs
+
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = []
             for result in pool.map(_lint_one, tasks, chunksize=max(1, min(32, len(tasks) // (jobs * 8)))):
@@ -113,12 +114,14 @@ def run(
     if bar:
         bar.close()
     file_pass = time.perf_counter() - started
-    diagnostics = [d for result in results for d in result.diagnostics]
     started = time.perf_counter()
+    project_diagnostics: List[Diagnostic] = []
     if project:
         from torchdet_lint.project import run_project_rules
 
-        diagnostics.extend(run_project_rules(results, files, options))
+        # Before collecting the file findings: the project phase may drop some (TDL201).
+        project_diagnostics = run_project_rules(results, files, options)
+    diagnostics = [d for result in results for d in result.diagnostics] + project_diagnostics
     run_result = RunResult(results, sort_diagnostics(diagnostics))
     run_result.timings = {"file_pass": file_pass, "project_phase": time.perf_counter() - started}
     return run_result
