@@ -20,7 +20,7 @@ _FORMAT = 1  # bump when the pickled result layout changes
 
 
 def _catalog_fingerprint() -> str:
-    from torchdet_lint.catalog import rules_directory
+    from torchdet_lint.data import rules_directory
 
     digest = hashlib.sha256()
     for path in sorted(rules_directory().glob("*.toml")):

@@ -16,11 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from torchdet_lint.data import TOMLDecodeError, load_toml, rules_directory  # noqa: F401  (rules_directory is public here)
 from torchdet_lint.names import NOT_LITERAL
 
 Version = Tuple[int, int]
@@ -537,14 +533,6 @@ def parse_catalog_file(data: Mapping[str, Any], file: str) -> Optional[Tuple[str
     return kind, checked, operations
 
 
-def rules_directory() -> Path:
-    """`torchdet_lint/rules` in an installed wheel, else the repository's `rules/`."""
-    packaged = Path(__file__).resolve().parent / "rules"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parent.parent / "rules"
-
-
 def load_catalog_files(paths: Sequence[Path]) -> Catalog:
     operations: List[Operation] = []
     checked: List[Version] = []
@@ -552,9 +540,11 @@ def load_catalog_files(paths: Sequence[Path]) -> Catalog:
     files = []
     for path in sorted(paths):
         raw = path.read_bytes()
+        if b"[catalog]" not in raw:
+            continue  # another data file in rules/ (seeding helpers, ...)
         try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            data = load_toml(path)
+        except (TOMLDecodeError, UnicodeDecodeError) as error:
             raise CatalogError(f"{path.name}: invalid TOML: {error}") from None
         parsed = parse_catalog_file(data, path.name)
         if parsed is None:
