@@ -8,6 +8,7 @@ import ast
 import fnmatch
 import re
 import tokenize
+import warnings
 from itertools import accumulate
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -138,6 +139,13 @@ def _may_nest_deeply(text: str) -> bool:
     return bool(brackets) and max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > _MAX_SAFE_DEPTH
 
 
+def python_ast(text: str, filename: str = "<source>") -> ast.Module:
+    """Python's own parse of a source, without the SyntaxWarnings it would print for the user's code."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(text, filename, "exec", ast.PyCF_ONLY_AST)
+
+
 class UnsafeToParse(Exception):
     """Python's parser refuses the file; LibCST's would crash or crawl on it."""
 
@@ -150,7 +158,7 @@ class UnsafeToParse(Exception):
 def parse(text: str) -> cst.Module:
     if _may_nest_deeply(text):
         try:
-            compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST)
+            python_ast(text)
         except SyntaxError as error:
             raise UnsafeToParse(f"syntax error: {error.msg}", error.lineno or 1, max(error.offset or 1, 1)) from None
         except (RecursionError, MemoryError, ValueError) as error:
@@ -161,7 +169,7 @@ def parse(text: str) -> cst.Module:
 def syntax_error_diagnostic(display: str, text: str, error: cst.ParserSyntaxError) -> Diagnostic:
     """TDL000 at the error's position; Python's own parser locates errors better than LibCST's."""
     try:
-        compile(text, display, "exec", ast.PyCF_ONLY_AST)
+        python_ast(text, display)
     except SyntaxError as python_error:
         line = python_error.lineno or 1
         column = python_error.offset or 1

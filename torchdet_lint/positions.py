@@ -111,7 +111,9 @@ class LocalPositions:
         """The innermost mappable statement holding `node`, and its first line in the file."""
         if self._parents is None:
             self._parents = _parent_map(self.module)
-            self._tree = ast.parse(self.lines.text)
+            from torchdet_lint.engine import python_ast
+
+            self._tree = python_ast(self.lines.text)
         chain = [node]
         while chain[-1] is not self.module:
             parent = self._parents.get(id(chain[-1]))
