@@ -13,6 +13,7 @@ fixer turns edits into a notebook with `Notebook.apply_edits`.
 from __future__ import annotations
 
 import bisect
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -53,11 +54,20 @@ class CodeCell:
     original: str  # the cell's source as stored in the notebook
     added_newline: bool  # the joined code ends the cell with a newline the notebook lacks
     python: bool  # False for an opaque cell (%%bash, ...): no code may be inserted there
-    magic_lines: List[Tuple[str, str]] = field(default_factory=list)  # (neutralised, original) line texts
+    # (start, end) offsets within the cell of the lines neutralisation changed.
+    magic_spans: List[Tuple[int, int]] = field(default_factory=list)
 
     @property
     def end(self) -> int:
         return self.start + len(self.code)
+
+    @property
+    def display(self) -> str:
+        """The cell as written, newline-terminated: `code` with the magics kept."""
+        return self.original + "\n" if self.added_newline else self.original
+
+    def starts_with_cell_magic(self) -> bool:
+        return self.original.startswith("%%")
 
 
 @dataclass
@@ -78,6 +88,9 @@ class Notebook:
         self.data = data
         self.cells = cells
         self.code = "".join(cell.code for cell in cells)
+        # The same text with the magics as written: every line keeps its length,
+        # so offsets into `code` are offsets into this (shown in excerpts).
+        self.display_code = "".join(cell.display for cell in cells)
         self._spans = spans
         self._starts = [cell.start for cell in cells]
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.code)]
@@ -99,14 +112,20 @@ class Notebook:
         line = before.count("\n") + 1
         return cell.number, line, offset - cell.start - (before.rfind("\n") + 1)
 
+    def cell_lines(self, number: int) -> Tuple[int, int]:
+        """First and last line (1-based, in the joined code) of code cell `number`."""
+        for cell in self.cells:
+            if cell.number == number:
+                first = self.code.count("\n", 0, cell.start) + 1
+                return first, first + cell.code.count("\n") - 1
+        raise KeyError(number)
+
     def place(self, diagnostic: Diagnostic) -> Diagnostic:
         """Turn a diagnostic positioned in the joined code into a cell position (idempotent)."""
         if diagnostic.cell is not None or not self.cells:
             return diagnostic
-        start = self._line_offset(diagnostic.line)
-        cell = self.cell_at(start)
-        first_line = self.code.count("\n", 0, cell.start) + 1
-        last_line = first_line + cell.code.count("\n") - 1
+        cell = self.cell_at(self._line_offset(diagnostic.line))
+        first_line, last_line = self.cell_lines(cell.number)
         diagnostic.cell = cell.number
         end_line = diagnostic.end_line
         if end_line > last_line:  # a range never leaves its cell
@@ -127,6 +146,9 @@ class Notebook:
     def apply_edits(self, edits: Sequence[Edit]) -> str:
         """The notebook JSON with `edits` (offsets into `code`) applied to the cells.
 
+        Only the edited cells' `source` values change in the JSON text;
+        outputs, metadata, key order and indentation stay byte for byte.
+
         An insertion on a cell boundary goes to the end of the previous code
         cell (the cells run in order, so that is where the code would have
         run), or to the start of the next one when the previous cell is not
@@ -141,24 +163,30 @@ class Notebook:
         new_sources: Dict[int, str] = {}
         for index, cell_edits in per_cell.items():
             cell = self.cells[index]
-            code = cell.code
+            text = cell.display
+            previous_start = len(text) + 1
             for edit in reversed(cell_edits):
-                if edit.start < 0 or edit.end > len(code) or edit.start > edit.end:
-                    raise ValueError("an edit lies outside its cell")
-                code = code[: edit.start] + edit.content + code[edit.end :]
-            new_sources[index] = code
+                if edit.end > previous_start:
+                    raise ValueError(f"overlapping edits in cell {cell.number}")
+                _check_magics_kept(cell, edit)
+                text = text[: edit.start] + edit.content + text[edit.end :]
+                previous_start = edit.start
+            if cell.added_newline and text.endswith("\n"):
+                text = text[:-1]
+            new_sources[index] = text
         return self._render_cells(new_sources)
 
     def render(self, new_code: str) -> str:
         """The notebook JSON for an edited joined code (the whole text after fixes).
 
-        The change is located by comparing with `code` (common prefix and
-        suffix per cell), then applied as edits; prefer `apply_edits` when the
-        edits are known.
+        `new_code` is `display_code` (or `code`) after the edits. The change
+        is located with a line diff, then applied as edits; prefer
+        `apply_edits` when the edits are known (a line diff cannot tell which
+        cell an inserted line next to an identical one belongs to).
         """
-        if new_code == self.code:
+        if new_code == self.display_code:
             return self.text
-        return self.apply_edits(_diff_edits(self.code, new_code))
+        return self.apply_edits(_diff_edits(self.display_code, new_code))
 
     def _cell_index_for(self, edit: Edit) -> int:
         if not self.cells:
@@ -168,44 +196,27 @@ class Notebook:
             if self.cells[index - 1].python:
                 index -= 1
         cell = self.cells[index]
+        if edit.start == edit.end == cell.start and cell.starts_with_cell_magic():
+            raise ValueError(f"cannot insert code before the cell magic of cell {cell.number}")
         if edit.end > cell.end:
             raise ValueError(f"an edit spans cells {cell.number} and the next code cell")
         if not cell.python:
             raise ValueError(f"cell {cell.number} is not Python; it cannot be edited")
         return index
 
-    def _render_cells(self, new_codes: Dict[int, str]) -> str:
+    def _render_cells(self, new_sources: Dict[int, str]) -> str:
         pieces: List[str] = []
         position = 0
-        for index in sorted(new_codes, key=lambda i: self.cells[i].number):
+        for index in sorted(new_sources, key=lambda i: self.cells[i].number):
             cell = self.cells[index]
-            source = self._restore(cell, new_codes[index])
-            if source == cell.original:
+            if new_sources[index] == cell.original:
                 continue
             span = self._spans[cell.number - 1]
             pieces.append(self.text[position : span.start])
-            pieces.append(self._source_json(span, source))
+            pieces.append(self._source_json(span, new_sources[index]))
             position = span.end
         pieces.append(self.text[position:])
         return "".join(pieces)
-
-    def _restore(self, cell: CodeCell, code: str) -> str:
-        """The notebook source for a cell's edited code: magics back, synthetic newline off."""
-        if code == cell.code:
-            return cell.original
-        pending = list(cell.magic_lines)
-        lines = []
-        for line in _LINE_RE.findall(code):
-            content = line.rstrip("\n")
-            if pending and content == pending[0][0]:
-                line = pending.pop(0)[1] + line[len(content) :]
-            lines.append(line)
-        if pending:
-            raise ValueError(f"a fix changed an IPython magic line of cell {cell.number}")
-        source = "".join(lines)
-        if cell.added_newline and source.endswith("\n"):
-            source = source[:-1]
-        return source
 
     def _source_json(self, span: _SourceSpan, source: str) -> str:
         ascii_only = self.text.isascii()
@@ -214,7 +225,11 @@ class Notebook:
         original_items = {}
         for start, end in span.items:
             original_items.setdefault(json.loads(self.text[start:end]), self.text[start:end])
-        items = [original_items.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in _LINE_RE.findall(source)]
+        # sphinx-gallery and some converters store a cell as one string holding
+        # every line; keep that style rather than nbformat's line per item.
+        one_string = any("\n" in item.rstrip("\n") for item in original_items)
+        lines = ([source] if source else []) if one_string else _LINE_RE.findall(source)
+        items = [original_items.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in lines]
         if not items:
             return "[]"
         if span.items:
@@ -240,19 +255,18 @@ class Notebook:
 
 
 def _diff_edits(old: str, new: str) -> List[Edit]:
-    """One edit covering what differs between `old` and `new` (common prefix and suffix kept)."""
-    prefix = 0
-    limit = min(len(old), len(new))
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
-        suffix += 1
-    # Keep an insertion at a line start on the line boundary, as the fixer's insertions are.
-    while suffix and prefix and old[prefix - 1] != "\n" and old[prefix - 1] == old[len(old) - suffix - 1] and len(old) - suffix == prefix:
-        prefix -= 1
-        suffix += 1
-    return [Edit(prefix, len(old) - suffix, new[prefix : len(new) - suffix])]
+    """Line-level edits turning `old` into `new` (what changed, where)."""
+    old_lines = _LINE_RE.findall(old)
+    new_lines = _LINE_RE.findall(new)
+    old_starts = [0]
+    for line in old_lines:
+        old_starts.append(old_starts[-1] + len(line))
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    return [
+        Edit(old_starts[i1], old_starts[i2], "".join(new_lines[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
 
 
 # -- loading -----------------------------------------------------------------------
@@ -312,7 +326,6 @@ def _code_cell(number: int, start: int, source: str) -> CodeCell:
     added_newline = not source.endswith("\n")
     text = source + "\n" if added_newline else source
     lines = _LINE_RE.findall(text)
-    magic_lines: List[Tuple[str, str]] = []
     python = True
     match = _CELL_MAGIC_RE.match(text)
     if match:
@@ -324,10 +337,20 @@ def _code_cell(number: int, start: int, source: str) -> CodeCell:
             neutral = [_comment_out(line) for line in lines]
     else:
         neutral = _neutralise_lines(lines)
+    magic_spans: List[Tuple[int, int]] = []
+    offset = 0
     for old, new in zip(lines, neutral):
         if old != new:
-            magic_lines.append((new.rstrip("\n"), old.rstrip("\n")))
-    return CodeCell(number, start, "".join(neutral), source, added_newline, python, magic_lines)
+            magic_spans.append((offset, offset + len(old.rstrip("\r\n"))))
+        offset += len(old)
+    return CodeCell(number, start, "".join(neutral), source, added_newline, python, magic_spans)
+
+
+def _check_magics_kept(cell: CodeCell, edit: Edit) -> None:
+    """An edit may insert before or after an IPython-only line, never touch it."""
+    for start, end in cell.magic_spans:
+        if edit.start < end and edit.end > start or start < edit.start < end:
+            raise ValueError(f"a fix would change an IPython magic line of cell {cell.number}")
 
 
 def _comment_out(line: str) -> str:
@@ -505,7 +528,9 @@ def _locate_sources(text: str) -> Dict[int, _SourceSpan]:
 @dataclass
 class NotebookSource(SourceText):
     """A notebook's source for the output and the fixer: `text` is the joined
-    code (what positions and edits refer to), `raw` the notebook file's text."""
+    cells as written (`Notebook.display_code`: the offsets of diagnostics and
+    edits refer to it), `raw` the notebook file's text. To fix, call
+    `notebook.apply_edits(edits)` and write the JSON it returns with `raw`'s encoding."""
 
     notebook: Optional[Notebook] = None
     raw: Optional[SourceText] = None
@@ -517,11 +542,12 @@ def lint_notebook(source: SourceText, path: Path, display: str, options: RunOpti
         notebook = load_notebook(source.text)
     except NotebookError as error:
         return FileResult(display, [error_diagnostic(display, str(error), error.line, error.column)])
-    code = notebook.code if is_python_notebook(notebook.data) else ""
+    if not is_python_notebook(notebook.data):
+        # Another kernel's language: nothing to lint, and no entry point for the project phase.
+        return FileResult(display, source=NotebookSource("", source.encoding, source.bom, notebook=notebook, raw=source))
+    code = notebook.code
     result = check_text(code, display, options, module_name=None)
-    if code != notebook.code:
-        result.parsed = False
-    result.source = NotebookSource(code, source.encoding, source.bom, notebook=notebook, raw=source)
+    result.source = NotebookSource(notebook.display_code, source.encoding, source.bom, notebook=notebook, raw=source)
     if result.summary is not None:
         mark_notebook_summary(result.summary)
     result.diagnostics = [notebook.place(d) for d in apply_suppressions(result.diagnostics, code, options.settings, path)]

@@ -28,6 +28,10 @@ def _excerpt(d, context) -> str:
     last_line, _ = index.position(max(d.start_offset, d.end_offset))
     start = max(1, first_line - _CONTEXT_LINES)
     end = min(len(index.starts), last_line + _CONTEXT_LINES)
+    notebook = getattr(context.sources.get(d.path), "notebook", None)
+    if notebook is not None and d.cell is not None:  # context lines from the same cell only
+        cell_first, cell_last = notebook.cell_lines(d.cell)
+        start, end = max(start, cell_first), min(end, max(cell_last, last_line))
     # Notebook diagnostics show cell-relative line numbers.
     shift = d.line - first_line
     width = len(str(end + shift))

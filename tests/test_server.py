@@ -1,0 +1,559 @@
+"""The language server end to end: `torchdet-lint server` in a subprocess, driven
+over stdio by pygls's real LanguageClient."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import pytest
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path, to_fs_path
+
+from torchdet_lint.docs import rule_markdown
+from torchdet_lint.rule import all_rules
+from torchdet_lint.server import FIX_ALL_KIND
+
+TIMEOUT = 30.0
+HAZARD = "torch.backends.cudnn.benchmark = True"
+
+# Two rules that exist only inside the server process of these tests: a file
+# rule with an unsafe fix, and a project rule that needs another file's summary.
+TEST_RULES = textwrap.dedent(
+    '''
+    import libcst as cst
+    from torchdet_lint.rule import Applicability, Diagnostic, FixBuilder, ProjectRule, Rule
+
+    class UnsafeExample(Rule):
+        """Test rule."""
+        code = "TDL991"
+        name = "test-unsafe-fix"
+        summary = "test: `unsafe_call()` has an unsafe fix"
+        profiles = frozenset({"strict"})
+
+        def visit_Call(self, node):
+            if isinstance(node.func, cst.Name) and node.func.value == "unsafe_call":
+                self.report(node, fix=FixBuilder("Call `safe_call` instead", Applicability.UNSAFE).replace(node.func, cst.Name("safe_call")))
+
+    class ImportsTorchThrough(ProjectRule):
+        """Test rule."""
+        code = "TDL990"
+        name = "test-imports-torch-through"
+        summary = "test: imports a first-party module that imports torch"
+        profiles = frozenset({"strict"})
+
+        def check(self, project):
+            by_module = {s.module_name: s for s in project.summaries.values() if s.module_name}
+            for path, summary in project.summaries.items():
+                for imported in summary.imports:
+                    other = by_module.get(imported)
+                    if other is not None and other.imports_torch:
+                        yield Diagnostic(path=path, line=1, column=1, end_line=1, end_column=1, code=self.code,
+                                         name=self.name, message=f"imports {imported}, which imports torch")
+    '''
+)
+SERVER_WITH_TEST_RULES = TEST_RULES + "\nimport sys\nfrom torchdet_lint.server import main\nsys.exit(main([]))\n"
+
+
+def utf16_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def apply_text_edits(text: str, edits: List[types.TextEdit], units: Callable[[str], int] = utf16_length) -> str:
+    """What an editor does with TextEdits (positions in the given code units)."""
+    lines = text.splitlines(keepends=True) or [""]
+
+    def offset(position: types.Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        before = sum(len(line) for line in lines[: position.line])
+        line = lines[position.line]
+        consumed = 0
+        for index, char in enumerate(line):
+            if consumed >= position.character:
+                return before + index
+            consumed += units(char)
+        return before + len(line.rstrip("\r\n"))
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        start, end = offset(edit.range.start), offset(edit.range.end)
+        text = text[:start] + edit.new_text + text[end:]
+    return text
+
+
+def workspace_text_edits(edit: types.WorkspaceEdit, uri: str) -> List[types.TextEdit]:
+    if edit.document_changes:
+        return [e for change in edit.document_changes if change.text_document.uri == uri for e in change.edits]
+    return list((edit.changes or {}).get(uri, []))
+
+
+class Session:
+    """A running server and a client that records published diagnostics."""
+
+    def __init__(self, root: Path, encodings: Optional[List[str]] = None, test_rules: bool = False) -> None:
+        self.root = root
+        self.encodings = encodings
+        self.test_rules = test_rules
+        self.client = LanguageClient("torchdet-lint-tests", "1")
+        self.published: Dict[str, List[types.PublishDiagnosticsParams]] = {}
+        self.changed = asyncio.Event()
+        self.versions: Dict[str, int] = {}
+        self.texts: Dict[str, str] = {}
+        self.result: Optional[types.InitializeResult] = None
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+            self.published.setdefault(params.uri, []).append(params)
+            self.changed.set()
+
+    async def __aenter__(self) -> "Session":
+        if self.test_rules:
+            await self.client.start_io(sys.executable, "-c", SERVER_WITH_TEST_RULES, cwd=str(self.root))
+        else:
+            await self.client.start_io(sys.executable, "-m", "torchdet_lint", "server", cwd=str(self.root))
+        capabilities = types.ClientCapabilities(
+            general=types.GeneralClientCapabilities(position_encodings=self.encodings) if self.encodings else None,
+            workspace=types.WorkspaceClientCapabilities(
+                workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)
+            ),
+        )
+        uri = from_fs_path(str(self.root))
+        self.result = await asyncio.wait_for(
+            self.client.initialize_async(
+                types.InitializeParams(
+                    capabilities=capabilities,
+                    root_uri=uri,
+                    workspace_folders=[types.WorkspaceFolder(uri=uri, name="root")],
+                )
+            ),
+            TIMEOUT,
+        )
+        self.client.initialized(types.InitializedParams())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), TIMEOUT)
+            self.client.exit(None)
+            await asyncio.wait_for(self.client.stop(), TIMEOUT)
+        finally:
+            if self.client._server is not None and self.client._server.returncode is None:
+                self.client._server.kill()
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self.client._server.returncode
+
+    # -- documents ---------------------------------------------------------------------------
+    def uri(self, name: str) -> str:
+        return from_fs_path(str(self.root / name))
+
+    def open(self, name: str, text: str, language: str = "python") -> str:
+        uri = self.uri(name)
+        self.versions[uri] = 1
+        self.texts[uri] = text
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text))
+        )
+        return uri
+
+    def replace(self, uri: str, text: str) -> None:
+        """An incremental change replacing the whole text."""
+        old = self.texts[uri]
+        lines = old.split("\n")
+        end = types.Position(line=len(lines) - 1, character=utf16_length(lines[-1]))
+        self.versions[uri] += 1
+        self.texts[uri] = text
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=types.Range(start=types.Position(line=0, character=0), end=end), text=text)
+                ],
+            )
+        )
+
+    def save(self, uri: str) -> None:
+        self.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=self.texts[uri])
+        )
+
+    async def diagnostics(
+        self, uri: str, predicate: Callable[[List[types.Diagnostic]], bool] = lambda d: True, after: int = 0
+    ) -> List[types.Diagnostic]:
+        """The first diagnostics published for `uri` (after the `after`-th) for the
+        document's current version that satisfy `predicate`."""
+        seen = after
+
+        async def wait() -> List[types.Diagnostic]:
+            nonlocal seen
+            while True:
+                published = self.published.get(uri, [])
+                while seen < len(published):
+                    params = published[seen]
+                    seen += 1
+                    if params.version == self.versions.get(uri) and predicate(params.diagnostics):
+                        return list(params.diagnostics)
+                self.changed.clear()
+                await self.changed.wait()
+
+        return await asyncio.wait_for(wait(), TIMEOUT)
+
+    def count(self, uri: str) -> int:
+        return len(self.published.get(uri, []))
+
+    async def code_actions(self, uri: str, diagnostic: Optional[types.Diagnostic] = None, only=None) -> List[types.CodeAction]:
+        where = diagnostic.range if diagnostic else types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+        params = types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=where,
+            context=types.CodeActionContext(diagnostics=[diagnostic] if diagnostic else [], only=only),
+        )
+        return list(await asyncio.wait_for(self.client.text_document_code_action_async(params), TIMEOUT) or [])
+
+    async def hover(self, uri: str, position: types.Position) -> Optional[types.Hover]:
+        params = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=position)
+        return await asyncio.wait_for(self.client.text_document_hover_async(params), TIMEOUT)
+
+
+def run(coroutine) -> None:
+    asyncio.run(coroutine)
+
+
+def fixes_only(actions: List[types.CodeAction]) -> List[types.CodeAction]:
+    """The quick fixes that apply a rule's fix (not the noqa ones, not fix-all)."""
+    return [a for a in actions if a.kind == types.CodeActionKind.QuickFix and "noqa" not in a.title]
+
+
+def codes(diagnostics: List[types.Diagnostic]) -> List[str]:
+    return sorted(str(d.code) for d in diagnostics)
+
+
+# -- tests ---------------------------------------------------------------------------------------
+
+
+def test_diagnostics_on_open_change_and_save(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            capabilities = session.result.capabilities
+            assert capabilities.hover_provider
+            assert FIX_ALL_KIND in capabilities.code_action_provider.code_action_kinds
+            uri = session.open("train.py", f"import torch\n{HAZARD}\n")
+            diagnostics = await session.diagnostics(uri, lambda d: bool(d))
+            assert codes(diagnostics) == ["TDL301"]
+            diagnostic = diagnostics[0]
+            assert diagnostic.range == types.Range(start=types.Position(line=1, character=0), end=types.Position(line=1, character=len(HAZARD)))
+            assert diagnostic.source == "torchdet-lint"
+            assert diagnostic.severity == types.DiagnosticSeverity.Warning
+            href = diagnostic.code_description.href
+            assert href.startswith("file:")
+            assert Path(to_fs_path(href)).read_text(encoding="utf-8") == rule_markdown(all_rules()["TDL301"])
+
+            seen = session.count(uri)
+            session.replace(uri, f"import torch\n\n\n{HAZARD}\ntorch.backends.cudnn.benchmark = False\n")
+            diagnostics = await session.diagnostics(uri, after=seen)
+            assert [(str(d.code), d.range.start.line) for d in diagnostics] == [("TDL301", 3)]
+
+            seen = session.count(uri)
+            session.replace(uri, "import torch\ntorch.backends.cudnn.benchmark = False\n")
+            assert await session.diagnostics(uri, after=seen) == []
+            seen = session.count(uri)
+            session.save(uri)
+            assert await session.diagnostics(uri, after=seen) == []
+
+            seen = session.count(uri)
+            session.replace(uri, f"import torch\n{HAZARD}\n")
+            session.save(uri)
+            diagnostics = await session.diagnostics(uri, lambda d: bool(d), after=seen)
+            assert codes(diagnostics) == ["TDL301"]
+        assert session.returncode == 0
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("encoding", [types.PositionEncodingKind.Utf16, types.PositionEncodingKind.Utf8, None])
+def test_ranges_in_the_clients_position_encoding(tmp_path: Path, encoding) -> None:
+    prefix = 'note = "训练 😀 ok"; '
+    text = f"import torch\n{prefix}{HAZARD}  # 中文 😀\n"
+
+    def units(chunk: str) -> int:
+        if encoding == types.PositionEncodingKind.Utf8:
+            return len(chunk.encode("utf-8"))
+        return utf16_length(chunk)  # UTF-16 is the protocol's default
+
+    async def scenario() -> None:
+        async with Session(tmp_path, encodings=[encoding] if encoding else None) as session:
+            expected_encoding = encoding or types.PositionEncodingKind.Utf16
+            assert session.result.capabilities.position_encoding in (expected_encoding, None)
+            uri = session.open("emoji.py", text)
+            diagnostics = await session.diagnostics(uri, lambda d: bool(d))
+            [diagnostic] = diagnostics
+            assert diagnostic.range.start == types.Position(line=1, character=units(prefix))
+            assert diagnostic.range.end == types.Position(line=1, character=units(prefix + HAZARD))
+            [action] = fixes_only(await session.code_actions(uri, diagnostic))
+            fixed = apply_text_edits(text, workspace_text_edits(action.edit, uri), units)
+            assert fixed == text.replace(HAZARD, HAZARD.replace("True", "False"))
+
+    run(scenario())
+
+
+def test_quick_fixes_fix_all_and_unsafe_marking(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdet-lint]\nextend-select = ["TDL991"]\n', encoding="utf-8")
+    text = f"import torch\n{HAZARD}\nunsafe_call(torch)\nif True:\n    {HAZARD}\n"
+
+    async def scenario() -> None:
+        async with Session(tmp_path, test_rules=True) as session:
+            uri = session.open("fixes.py", text)
+            diagnostics = await session.diagnostics(uri, lambda d: len(d) == 3)
+            assert codes(diagnostics) == ["TDL301", "TDL301", "TDL991"]
+            unsafe = next(d for d in diagnostics if d.code == "TDL991")
+            fixes = fixes_only(await session.code_actions(uri, unsafe))
+            assert [a.title for a in fixes] == ["TDL991: Call `safe_call` instead (unsafe)"]
+            assert fixes[0].kind == types.CodeActionKind.QuickFix and not fixes[0].is_preferred
+            assert fixes[0].diagnostics[0].code == "TDL991"
+            edit = fixes[0].edit
+            assert edit.document_changes[0].text_document.version == session.versions[uri]
+            assert apply_text_edits(text, workspace_text_edits(edit, uri)) == text.replace("unsafe_call", "safe_call")
+
+            safe = next(d for d in diagnostics if d.code == "TDL301" and d.range.start.line == 4)
+            [fix] = fixes_only(await session.code_actions(uri, safe))
+            assert fix.is_preferred and "(unsafe)" not in fix.title
+            assert apply_text_edits(text, workspace_text_edits(fix.edit, uri)).count("= False") == 1
+
+            [fix_all] = await session.code_actions(uri, only=[FIX_ALL_KIND])
+            assert fix_all.kind == FIX_ALL_KIND
+            fixed = apply_text_edits(text, workspace_text_edits(fix_all.edit, uri))
+            assert fixed == text.replace("= True", "= False"), "fix-all applies the safe fixes only"
+            assert await session.code_actions(uri, only=[types.CodeActionKind.Source]) == [fix_all]
+            assert all(a.kind == types.CodeActionKind.QuickFix for a in await session.code_actions(uri, unsafe, only=[types.CodeActionKind.QuickFix]))
+
+            seen = session.count(uri)
+            session.replace(uri, fixed)
+            remaining = await session.diagnostics(uri, after=seen)
+            assert codes(remaining) == ["TDL991"]
+            assert await session.code_actions(uri, only=[FIX_ALL_KIND]) == []
+
+    run(scenario())
+
+
+def test_noqa_action_appends_or_merges(tmp_path: Path) -> None:
+    text = f"import torch\n{HAZARD}\n{HAZARD}  # noqa: E501\n{HAZARD}  # keep this comment\n"
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("noqa.py", text)
+            diagnostics = await session.diagnostics(uri, lambda d: len(d) == 3)
+            lines = text.splitlines(keepends=True)
+            expected = {
+                1: f"{HAZARD}  # noqa: TDL301\n",
+                2: f"{HAZARD}  # noqa: E501, TDL301\n",
+                3: f"{HAZARD}  # keep this comment  # noqa: TDL301\n",
+            }
+            new_text = text
+            for diagnostic in sorted(diagnostics, key=lambda d: d.range.start.line, reverse=True):
+                [noqa] = [a for a in await session.code_actions(uri, diagnostic) if "noqa" in a.title]
+                assert noqa.title == "TDL301: Suppress with `# noqa: TDL301`"
+                line = diagnostic.range.start.line
+                changed = apply_text_edits(text, workspace_text_edits(noqa.edit, uri))
+                assert changed.splitlines(keepends=True)[line] == expected[line]
+                assert changed.splitlines(keepends=True)[:line] == lines[:line]
+                new_text = apply_text_edits(new_text, workspace_text_edits(noqa.edit, uri))
+            seen = session.count(uri)
+            session.replace(uri, new_text)
+            assert await session.diagnostics(uri, after=seen) == []
+
+    run(scenario())
+
+
+def test_hover_shows_the_rule_documentation(tmp_path: Path) -> None:
+    text = f"import torch\n{HAZARD}\nx = 1  # noqa: TDL301\n"
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("hover.py", text)
+            [diagnostic] = await session.diagnostics(uri, lambda d: bool(d))
+            hover = await session.hover(uri, types.Position(line=1, character=10))
+            assert hover.contents.kind == types.MarkupKind.Markdown
+            assert hover.contents.value == rule_markdown(all_rules()["TDL301"])
+            assert "## Why is this bad?" in hover.contents.value
+            assert hover.range == diagnostic.range
+            on_code = await session.hover(uri, types.Position(line=2, character=text.splitlines()[2].index("TDL301") + 2))
+            assert on_code.contents.value.startswith("# TDL301 ")
+            assert await session.hover(uri, types.Position(line=0, character=3)) is None
+
+    run(scenario())
+
+
+def test_syntax_errors_and_unreadable_documents_do_not_stop_the_server(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("broken.py", "import torch\ndef (:\n")
+            [diagnostic] = await session.diagnostics(uri, lambda d: bool(d))
+            assert diagnostic.code == "TDL000"
+            assert diagnostic.severity == types.DiagnosticSeverity.Error
+            assert diagnostic.range.start.line == 1
+            assert await session.code_actions(uri, diagnostic) == []
+
+            # A document the client never opened and that does not exist; a position past the end.
+            assert await session.hover(session.uri("missing.py"), types.Position(line=0, character=0)) is None
+            assert await session.code_actions(session.uri("missing.py")) == []
+            assert await session.hover(uri, types.Position(line=99, character=99)) is None
+
+            seen = session.count(uri)
+            session.replace(uri, f"import torch\n{HAZARD}\n")
+            diagnostics = await session.diagnostics(uri, after=seen)
+            assert codes(diagnostics) == ["TDL301"]
+            assert session.returncode is None
+        assert session.returncode == 0
+
+    run(scenario())
+
+
+class RawConnection:
+    """JSON-RPC framing by hand, to send what no well-behaved client would."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.notifications: List[dict] = []
+
+    async def send(self, message) -> None:
+        body = message if isinstance(message, bytes) else json.dumps(message).encode("utf-8")
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        await self.process.stdin.drain()
+
+    async def receive(self) -> dict:
+        length = 0
+        while True:
+            header = await self.process.stdout.readline()
+            if header in (b"\r\n", b""):
+                break
+            name, _, value = header.decode("ascii").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return json.loads(await self.process.stdout.readexactly(length))
+
+    async def notification(self, method: str, predicate: Callable[[dict], bool]) -> dict:
+        """The first notification of `method` (received already or next) whose params satisfy `predicate`."""
+        async def wait() -> dict:
+            while True:
+                for message in self.notifications:
+                    if message["method"] == method and predicate(message["params"]):
+                        return message["params"]
+                message = await self.receive()
+                if "method" in message and "id" not in message:
+                    self.notifications.append(message)
+
+        return await asyncio.wait_for(wait(), TIMEOUT)
+
+    async def response(self, request_id) -> dict:
+        async def wait() -> dict:
+            while True:
+                message = await self.receive()
+                if message.get("id") == request_id and "method" not in message:
+                    return message
+                if "method" in message and "id" not in message:
+                    self.notifications.append(message)
+
+        return await asyncio.wait_for(wait(), TIMEOUT)
+
+
+def test_malformed_messages_get_errors_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    uri = from_fs_path(str(tmp_path / "ok.py"))
+
+    async def scenario() -> None:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "torchdet_lint", "server", cwd=str(tmp_path),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        )
+        connection = RawConnection(process)
+        try:
+            await connection.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": from_fs_path(str(tmp_path))}})
+            assert "capabilities" in (await connection.response(1))["result"]
+            await connection.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            await connection.send(b"{this is not json")
+            await connection.send({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {"position": "nowhere"}})
+            assert "error" in await connection.response(2)
+            await connection.send({"jsonrpc": "2.0", "id": 3, "method": "textDocument/codeAction", "params": {"textDocument": {}}})
+            assert "error" in await connection.response(3)
+            await connection.send({"jsonrpc": "2.0", "id": 4, "method": "no/suchMethod", "params": {}})
+            assert (await connection.response(4))["error"]["code"] == -32601
+            await connection.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri}}})
+            # A document that is not text the engine can take: NUL bytes, a lone surrogate.
+            await connection.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": "import torch\x00\ud800\n"}}})
+            await connection.send({"jsonrpc": "2.0", "id": 5, "method": "textDocument/hover", "params": {
+                "textDocument": {"uri": uri}, "position": {"line": 0, "character": 1}}})
+            assert "result" in await connection.response(5)
+            published = await connection.notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+            assert [d["code"] for d in published["diagnostics"]] == ["TDL000"]
+            await connection.send({"jsonrpc": "2.0", "id": 6, "method": "shutdown"})
+            assert (await connection.response(6))["result"] is None
+            await connection.send({"jsonrpc": "2.0", "method": "exit"})
+            assert await asyncio.wait_for(process.wait(), TIMEOUT) == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+    run(scenario())
+
+
+def test_config_errors_are_reported_on_the_buffer(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdet-lint]\nselekt = ["TDL301"]\n', encoding="utf-8")
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("config.py", f"import torch\n{HAZARD}\n")
+            [diagnostic] = await session.diagnostics(uri, lambda d: bool(d))
+            assert diagnostic.code == "TDL000"
+            assert "selekt" in diagnostic.message
+
+    run(scenario())
+
+
+def test_project_rules_use_the_other_files_summaries(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdet-lint]\nextend-select = ["TDL990"]\n', encoding="utf-8")
+    (tmp_path / "helper.py").write_text("import torch\n", encoding="utf-8")
+    main_text = "import helper\nimport random\n"
+    (tmp_path / "main.py").write_text(main_text, encoding="utf-8")
+
+    async def scenario() -> None:
+        async with Session(tmp_path, test_rules=True) as session:
+            uri = session.open("main.py", main_text)
+            diagnostics = await session.diagnostics(uri, lambda d: bool(d))
+            assert [(str(d.code), d.message) for d in diagnostics] == [("TDL990", "imports helper, which imports torch")]
+
+            # helper.py stops importing torch: saved in the editor, the finding in main.py goes.
+            helper = session.open("helper.py", "import torch\n")
+            seen = session.count(uri)
+            session.replace(helper, "import random\n")
+            (tmp_path / "helper.py").write_text("import random\n", encoding="utf-8")
+            session.save(helper)
+            assert await session.diagnostics(uri, after=seen) == []
+
+            # Changed on disk behind the editor's back: the watched-files notification.
+            (tmp_path / "helper.py").write_text("import torch.nn\n", encoding="utf-8")
+            session.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=helper)))
+            seen = session.count(uri)
+            session.client.workspace_did_change_watched_files(
+                types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=helper, type=types.FileChangeType.Changed)])
+            )
+            diagnostics = await session.diagnostics(uri, lambda d: bool(d), after=seen)
+            assert codes(diagnostics) == ["TDL990"]
+
+    run(scenario())
+
+
+def test_server_subcommand_help_and_bad_option(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    code, out, err = run_cli("server", "--help")
+    assert code == 0 and "Language server" in out
+    code, out, err = run_cli("server", "--no-such-option")
+    assert code == 2
+

@@ -1,0 +1,118 @@
+"""The rules as a flake8 plugin (`flake8 --select TDL`): each file goes through the
+same engine as the command line, configured from `[tool.torchdet-lint]`.
+
+flake8's `--select`/`--extend-select` selectors that name TDL codes choose the
+rules to run, exactly as `torchdet-lint --select`/`--extend-select` would; flake8
+then applies its own select/ignore/noqa filtering to what is reported. Project
+rules see one file at a time (flake8 hands plugins single files), as with
+`torchdet-lint --stdin-filename`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from torchdet_lint import __version__
+from torchdet_lint.config import ConfigError, Settings, find_config, load_config_file, with_overrides
+from torchdet_lint.discovery import SourceFile
+from torchdet_lint.engine import RunOptions, SourceText, error_diagnostic, lint_source, sort_diagnostics
+
+_STDIN_NAMES = ("stdin", "-")
+
+
+def _tdl_selectors(values: Optional[Sequence[str]]) -> Optional[Tuple[str, ...]]:
+    """The selectors of `values` that reach TDL codes (`T` and `TD` mean every rule)."""
+    if not values:
+        return None
+    selected = []
+    for value in values:
+        value = value.strip().upper()
+        if value.startswith("TDL"):
+            selected.append(value)
+        elif value and "TDL".startswith(value):
+            selected.append("TDL")
+    return tuple(selected) or None
+
+
+class Flake8Plugin:
+    name = "torchdet-lint"
+    version = __version__
+
+    # Set once per flake8 process from its options (see parse_options).
+    select: Optional[Tuple[str, ...]] = None
+    extend_select: Optional[Tuple[str, ...]] = None
+    torch_version: Optional[str] = None
+    profile: Optional[str] = None
+    _options: Dict[Optional[Path], Any] = {}  # config file -> RunOptions or ConfigError
+
+    def __init__(self, tree: Any, lines: List[str], filename: str) -> None:
+        # `tree` (flake8's ast) is not used: the engine parses with LibCST. It is
+        # requested because flake8 runs file-level plugins only when they take it.
+        self.lines = lines
+        self.filename = filename
+
+    @classmethod
+    def add_options(cls, parser: Any) -> None:
+        parser.add_option(
+            "--torchdet-torch-version",
+            parse_from_config=True,
+            help="torchdet-lint: target torch version (default: config `torch-version`, else the installed torch)",
+        )
+        parser.add_option(
+            "--torchdet-profile",
+            parse_from_config=True,
+            choices=("reproducible", "strict", "performance"),
+            help="torchdet-lint: rule profile (default: config `profile`, else reproducible)",
+        )
+
+    @classmethod
+    def parse_options(cls, options: argparse.Namespace) -> None:
+        cls.select = _tdl_selectors(getattr(options, "select", None))
+        cls.extend_select = _tdl_selectors(getattr(options, "extend_select", None))
+        cls.torch_version = getattr(options, "torchdet_torch_version", None)
+        cls.profile = getattr(options, "torchdet_profile", None)
+        cls._options = {}
+
+    @classmethod
+    def run_options(cls, path: Path) -> RunOptions:
+        """The run options for a file: its nearest config with flake8's overrides (cached per config)."""
+        from torchdet_lint.runner import make_options
+
+        config = find_config(path.parent)
+        if config not in cls._options:
+            try:
+                settings = load_config_file(config) if config else Settings(root=Path.cwd().resolve())
+                settings = with_overrides(
+                    settings,
+                    select=cls.select,
+                    extend_select=settings.extend_select + cls.extend_select if cls.extend_select else None,
+                    torch_version=cls.torch_version,
+                    profile=cls.profile,
+                )
+                cls._options[config] = make_options(settings)
+            except ConfigError as error:
+                cls._options[config] = error
+        found = cls._options[config]
+        if isinstance(found, ConfigError):
+            raise found
+        return found
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        from torchdet_lint.project import run_project_rules
+        from torchdet_lint.runner import module_name_for
+
+        path = Path.cwd() / "stdin.py" if self.filename in _STDIN_NAMES else Path(self.filename).resolve()
+        try:
+            options = self.run_options(path)
+        except ConfigError as error:
+            diagnostics = [error_diagnostic(self.filename, f"not analysed: {error}")]
+        else:
+            source = SourceText("".join(self.lines))
+            module_name, is_package = module_name_for(path, path.parent)
+            result = lint_source(source, path, self.filename, options, module_name, is_package)
+            result.source = source
+            diagnostics = result.diagnostics + run_project_rules([result], [SourceFile(path, self.filename, True)], options)
+        for d in sort_diagnostics(diagnostics):
+            yield d.line, max(d.column - 1, 0), f"{d.code} {d.message}", type(self)
