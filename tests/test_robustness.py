@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -90,26 +91,23 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 
 def test_ten_megabyte_generated_file(tmp_path: Path) -> None:
+    """LibCST needs about 7 GB to parse 10 MB: such a file is one TDL000, the run goes on, memory stays low."""
     line = "x{0} = torch.zeros(3) + {0}\n"
     body = "".join(line.format(i) for i in range(330_000))
     (tmp_path / "generated.py").write_text("import torch\n" + body + "torch.backends.cudnn.benchmark = True\n")
+    (tmp_path / "train.py").write_text(HAZARD)
     assert (tmp_path / "generated.py").stat().st_size > 10_000_000
     completed = subprocess.run(
-        [sys.executable, "-c", "import resource, sys, runpy; sys.argv = ['torchdet-lint', 'generated.py', '--no-cache', '--output-format', 'concise']\n"
+        [sys.executable, "-c", "import resource, sys; sys.argv = ['torchdet-lint', '.', '--no-cache', '--output-format', 'concise']\n"
          "from torchdet_lint.cli import main\ncode = main()\n"
          "print('peak_mb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, file=sys.stderr)\nsys.exit(code)"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )
     assert completed.returncode == 1, completed.stderr
-    assert "generated.py:330002:1: TDL301" in completed.stdout
+    assert re.search(r"generated\.py:1:1: TDL000 not analysed: 1\d\.\d MB is over the 5 MB limit", completed.stdout)
+    assert "train.py:2:1: TDL301" in completed.stdout
     peak = int(completed.stderr.split("peak_mb")[1].split()[0])
-    # LibCST's own parse of this file peaks around 4 GB; the linter must not add much on top
-    bare = subprocess.run(
-        [sys.executable, "-c", "import resource, libcst; libcst.parse_module(open('generated.py').read());"
-         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    )
-    assert peak <= 1.2 * int(bare.stdout) + 100, (peak, bare.stdout)
+    assert peak < 400, peak
 
 
 def _copy_project(source: Path, target: Path) -> Path:

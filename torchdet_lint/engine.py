@@ -43,6 +43,10 @@ RELEVANT_WORDS = (
     "Dataset",
 )
 _RELEVANT_RE = re.compile("|".join(re.escape(word) for word in RELEVANT_WORDS))
+# LibCST needs about 700 bytes of memory per byte of source (7 GB for a 10 MB
+# file): past this size a file is generated code in practice, and parsing it
+# could exhaust the machine. torch's largest source file is 1.4 MB.
+MAX_FILE_BYTES = 5_000_000
 _FILE_NOQA_RE = re.compile(r"^[ \t]*#[ \t]*torchdet-lint:[ \t]*noqa[ \t]*$", re.M | re.I)
 _NOQA_RE = re.compile(r"#[ \t]*noqa(?::[ \t]*(?P<codes>[A-Z]+[0-9]+(?:[ \t]*,?[ \t]*[A-Z]+[0-9]+)*))?", re.I)
 
@@ -195,6 +199,16 @@ def check_text(
 
     result = FileResult(display)
     if _FILE_NOQA_RE.search(text):
+        return result
+    if len(text) > MAX_FILE_BYTES:
+        size = len(text.encode("utf-8", "surrogatepass")) / 1e6
+        result.diagnostics.append(
+            error_diagnostic(
+                display,
+                f"not analysed: {size:.1f} MB is over the {MAX_FILE_BYTES / 1e6:.0f} MB limit for one file "
+                "(generated code? exclude it in the config)",
+            )
+        )
         return result
     if not _RELEVANT_RE.search(text):
         result.summary = empty_summary(display, module_name, text)
