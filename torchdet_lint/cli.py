@@ -172,7 +172,9 @@ def run_check(args) -> int:
     if args.fix or args.diff:
         from torchdet_lint.fixer import fix_run
 
-        report = fix_run(result, files, options, unsafe=unsafe, write=not args.diff, jobs=jobs)
+        from torchdet_lint.fixer import linted_roots
+
+        report = fix_run(result, files, options, unsafe=unsafe, write=not args.diff, jobs=jobs, roots=linted_roots(paths))
         fixed_count = report.fixed_count
         diagnostics = report.remaining
         for message in report.errors:  # a fix that would break a file: not applied, said loudly

@@ -443,14 +443,32 @@ def _codes(fixed: Iterable[Diagnostic]) -> str:
 # -- entry points --------------------------------------------------------------------
 
 
-def fix_run(result, files: Sequence, options: RunOptions, unsafe: bool = False, write: bool = True, jobs: int = 1) -> FixReport:
-    """Fix a whole run (`runner.run`'s result); write the changed files unless `write` is false."""
+def fix_run(
+    result,
+    files: Sequence,
+    options: RunOptions,
+    unsafe: bool = False,
+    write: bool = True,
+    jobs: int = 1,
+    roots: Optional[Sequence[Path]] = None,
+) -> FixReport:
+    """Fix a whole run (`runner.run`'s result); write the changed files unless `write` is false.
+
+    `roots` are the real paths of the linted tree (the directories named, and
+    the directories of the files named): a symlink whose target lies outside
+    them is never written through.
+    """
     session = _FixSession(result.files, files, options, unsafe, jobs)
     remaining = session.run(list(result.diagnostics))
     report = FixReport(session.run_result(remaining), remaining, session.applied, session.states, session.errors())
     if write:
         for path in report.changed:
             state = session.states[path]
+            outside = _outside_roots(state.file.path, roots)
+            if outside:
+                report.errors.append(f"{path}: not written: it links to {outside}, outside the linted tree")
+                state.error = "outside the linted tree"
+                continue
             data, expected = encode_source(state.original, state.text), encode_source(state.original, state.original.text)
             try:
                 write_atomically(state.file.path, data, expected=expected)
@@ -460,6 +478,31 @@ def fix_run(result, files: Sequence, options: RunOptions, unsafe: bool = False, 
             else:
                 report.written.append(path)
     return report
+
+
+def _outside_roots(path: Path, roots: Optional[Sequence[Path]]) -> Optional[str]:
+    """The real path of `path` when it lies outside every root, else None."""
+    if roots is None:
+        return None
+    target = Path(os.path.realpath(path))
+    for root in roots:
+        try:
+            target.relative_to(root)
+            return None
+        except ValueError:
+            continue
+    return str(target)
+
+
+def linted_roots(paths: Sequence[str], cwd: Optional[Path] = None) -> List[Path]:
+    """The real directories a run covers: each directory named, and the directory of each file named."""
+    cwd = cwd or Path.cwd()
+    roots = []
+    for raw in paths:
+        path = Path(raw) if Path(raw).is_absolute() else cwd / raw
+        directory = path if path.is_dir() and not path.is_symlink() else Path(os.path.abspath(path)).parent
+        roots.append(Path(os.path.realpath(directory)))
+    return roots
 
 
 def fix_text(
