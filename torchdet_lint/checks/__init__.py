@@ -2,7 +2,7 @@
 
 import importlib
 
-FAMILIES = ("switches", "ops", "seeding", "dataloader", "performance")
+FAMILIES = ("switches", "ops", "seeding", "dataloader", "performance", "determinism")
 
 for _family in FAMILIES:
     try:

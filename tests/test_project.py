@@ -1,0 +1,292 @@
+"""The project phase: entry points, the first-party module graph, what an entry
+point reaches, and the project-level rules over several modules."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Dict, List
+
+
+from torchdet_lint.config import Settings
+from torchdet_lint.discovery import discover
+from torchdet_lint.engine import check_text
+from torchdet_lint.project import Project
+from torchdet_lint.runner import first_party_names, make_options, run
+from torchdet_lint.summary import empty_summary
+from torchdet_lint.testing import lint_sources, settings_from
+
+PROJECT_CODES = ["TDL001", "TDL002", "TDL003", "TDL302"]
+
+MODEL = "from torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 1)\n"
+RESEARCH_LOOP = "import torch\n\nfrom model import Net\n\nmodel = Net()\nfor step in range(3):\n    print(model(torch.ones(1, 4)))\n"
+
+
+def _project(tmp_path: Path, sources: Dict[str, str], config=None) -> Project:
+    for name, text in sources.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    settings = settings_from(config or {}, tmp_path, select=PROJECT_CODES)
+    files, _ = discover([str(tmp_path)], tmp_path, cwd=tmp_path)
+    options = make_options(settings, first_party_names(files))
+    result = run(files, options, jobs=1, project=False)
+    return Project(result.files, files, options)
+
+
+def _codes(diagnostics) -> List[str]:
+    return sorted(f"{d.path}:{d.line}:{d.column} {d.code}" for d in diagnostics)
+
+
+# -- entry points ----------------------------------------------------------------------------
+
+
+def test_a_research_script_is_an_entry_point_and_the_same_code_imported_is_not(tmp_path: Path) -> None:
+    project = _project(
+        tmp_path,
+        {"model.py": MODEL, "train.py": RESEARCH_LOOP, "loop.py": RESEARCH_LOOP, "runner.py": "import loop\n"},
+    )
+    entries = {e.path: e.reason for e in project.entry_points}
+    assert entries == {"train.py": "script"}
+
+
+def test_entry_point_kinds(tmp_path: Path) -> None:
+    project = _project(
+        tmp_path,
+        {
+            "guarded.py": "def main():\n    pass\n\nif __name__ == '__main__':\n    main()\n",
+            "pkg/__init__.py": "",
+            "pkg/__main__.py": "from .cli import run\n",
+            "pkg/cli.py": "def run():\n    pass\n",
+            "jobs/sweep.py": "def job():\n    pass\n",
+            "library.py": "import logging\nimport argparse\nimport warnings\n\nlogging.basicConfig()\nwarnings.filterwarnings('ignore')\nparser = argparse.ArgumentParser()\nparser.add_argument('--x')\n",
+        },
+        {"entry-points": ["jobs/*.py"]},
+    )
+    entries = {e.path: e.reason for e in project.entry_points}
+    assert entries == {"guarded.py": "main block", "pkg/__main__.py": "__main__.py", "jobs/sweep.py": "configured"}
+
+
+def test_entry_point_rules_report_on_the_main_guard_line_or_line_1(tmp_path: Path) -> None:
+    diagnostics = lint_sources(
+        {
+            "model.py": MODEL,
+            "train.py": RESEARCH_LOOP,
+            "evaluate.py": "import torch\nfrom model import Net\n\n\n# evaluation\nif __name__ == '__main__':\n    Net()\n",
+        },
+        select=["TDL001"],
+    )
+    assert _codes(diagnostics) == ["evaluate.py:6:1 TDL001", "train.py:1:1 TDL001"]
+
+
+def test_a_library_only_project_gets_no_project_findings() -> None:
+    diagnostics = lint_sources(
+        {
+            "lib/__init__.py": "from .model import Net\n",
+            "lib/model.py": MODEL + "\n\ndef sample():\n    import random\n    import numpy as np\n    import torch\n    return random.random(), np.random.rand(), torch.randn(2).cuda()\n",
+            "lib/registry.py": "from lib.model import Net\n\nREGISTRY = {}\nREGISTRY['net'] = Net\nfor name in list(REGISTRY):\n    REGISTRY[name.upper()] = REGISTRY[name]\n",
+            "lib/utils.py": "import lib.registry\n",
+        },
+        select=PROJECT_CODES,
+    )
+    assert diagnostics == []
+
+
+# -- the module graph ---------------------------------------------------------------------------
+
+
+def test_seed_two_calls_away_in_a_plain_directory_silences_tdl001() -> None:
+    sources = {
+        "model.py": MODEL,
+        "train.py": "from model import Net\nfrom utils.setup import prepare\n\nprepare()\nfor step in range(2):\n    Net()\n",
+        "utils/setup.py": "from utils.seed import seed_all\n\n\ndef prepare():\n    seed_all(0)\n",
+        "utils/seed.py": "import torch\n\n\ndef seed_all(seed):\n    torch.manual_seed(seed)\n",
+    }
+    assert lint_sources(sources, select=["TDL001"]) == []
+    sources["train.py"] = sources["train.py"].replace("prepare()\n", "")
+    assert _codes(lint_sources(sources, select=["TDL001"])) == ["train.py:1:1 TDL001"]
+
+
+def test_relative_imports_src_layout_and_re_exports() -> None:
+    sources = {
+        "src/pkg/__init__.py": "from .seeding import seed_everything as seed_all\n",
+        "src/pkg/seeding.py": "import random\n\nimport numpy as np\nimport torch\n\n\ndef seed_everything(seed):\n    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n",
+        "src/pkg/models/__init__.py": "",
+        "src/pkg/models/net.py": "from ..layers import make\n\n\nclass Net:\n    def __init__(self):\n        self.layer = make()\n",
+        "src/pkg/layers.py": "import random\n\nfrom torch import nn\n\n\ndef make():\n    random.random()\n    return nn.Linear(2, 2)\n",
+        "scripts/train.py": "import pkg\nfrom pkg.models.net import Net\n\nif __name__ == '__main__':\n    pkg.seed_all(0)\n    Net()\n",
+        "scripts/unseeded.py": "from pkg.models.net import Net\n\nif __name__ == '__main__':\n    Net()\n",
+    }
+    assert _codes(lint_sources(sources, select=PROJECT_CODES)) == ["scripts/unseeded.py:3:1 TDL001", "scripts/unseeded.py:3:1 TDL002"]
+
+
+def test_methods_through_local_instances_and_inherited_init() -> None:
+    sources = {
+        "trainer.py": (
+            "import torch\nfrom torch import nn\n\n\nclass Base:\n    def __init__(self):\n        self.model = nn.Linear(2, 2)\n\n\n"
+            "class Trainer(Base):\n    def fit(self):\n        self.step()\n\n    def step(self):\n        torch.randn(2).cuda()\n"
+        ),
+        "main.py": "from trainer import Trainer\n\nif __name__ == '__main__':\n    trainer = Trainer()\n    trainer.fit()\n",
+    }
+    messages = {d.code: d.message for d in lint_sources(sources, select=PROJECT_CODES)}
+    assert "`nn.Linear(...)` at trainer.py:7" in messages["TDL001"]
+    assert "`torch.randn(...)` at trainer.py:15" in messages["TDL001"]
+    assert "at trainer.py:15" in messages["TDL302"]
+
+
+def test_a_chain_through_a_file_the_pre_filter_skips_is_kept() -> None:
+    # main.py mentions none of the pre-filter's words: it is not parsed by LibCST,
+    # but its imports, calls and main block come from the cheap scan.
+    sources = {
+        "main.py": "from app.run import go\n\nif __name__ == '__main__':\n    go()\n",
+        "app/run.py": "from app.steps import step\n\n\ndef go():\n    step()\n",
+        "app/steps.py": "import torch\n\n\ndef step():\n    return torch.rand(3)\n",
+    }
+    diagnostics = lint_sources(sources, select=["TDL001"])
+    assert _codes(diagnostics) == ["main.py:3:1 TDL001"]
+    assert diagnostics[0].fix is not None
+    assert [e.content for e in diagnostics[0].fix.edits] == ["import torch\n", "    torch.manual_seed(0)\n"]
+
+
+def test_empty_summary_scans_imports_definitions_and_calls() -> None:
+    text = "from .b import helper\nimport os.path as p\n\n\nclass C:\n    def m(self):\n        self.n()\n\n    def n(self):\n        helper()\n\n\ndef f():\n    C()\n\n\nif __name__ == '__main__':\n    f()\n"
+    summary = empty_summary("pkg/a.py", "pkg.a", text)
+    assert summary.imports == ["pkg.b.helper", "os.path"]
+    assert summary.main_guard_line == 17
+    assert summary.functions["C.m"].calls == [".C.n"]
+    assert summary.functions["C.n"].calls == ["pkg.b.helper"]
+    assert summary.functions["<main>"].calls == [".f"]
+    assert summary.anchors is not None and summary.anchors.main_top_line == 18
+
+
+def test_summaries_are_plain_picklable_data(tmp_path: Path) -> None:
+    options = make_options(Settings(root=tmp_path))
+    result = check_text(MODEL + RESEARCH_LOOP, "train.py", options, "train", False)
+    again = pickle.loads(pickle.dumps(result.summary))
+    assert again == result.summary
+
+
+def test_summary_lines_match_the_source() -> None:
+    text = "import torch\n\nx = (\n    torch.randn(2)\n)\ny = '''\n\n'''; z = torch.rand(\n  3)\nif x:\n    torch.cuda.synchronize()\n"
+    options = make_options(Settings())
+    summary = check_text(text, "s.py", options, "s", False).summary
+    module = summary.functions["<module>"]
+    assert [s.line for s in module.draws["torch"]] == [4, 8]
+    assert [s.line for s in module.cuda] == [11]
+
+
+# -- TDL201 at project level ---------------------------------------------------------------------
+
+CONV = "import torch\n\n\ndef layer():\n    return torch.nn.Conv2d(3, 8, 3)\n"
+
+
+def test_tdl201_stays_without_entry_points_and_goes_with_an_enabling_one() -> None:
+    config = {"profile": "strict"}
+    library = {"layers.py": CONV}
+    assert [d.code for d in lint_sources(library, config, select=["TDL201"])] == ["TDL201"]
+    not_enabling = dict(library, **{"train.py": "from layers import layer\n\nif __name__ == '__main__':\n    layer()\n"})
+    assert [d.code for d in lint_sources(not_enabling, config, select=["TDL201"])] == ["TDL201"]
+    enabling = dict(library, **{"train.py": "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n    torch.use_deterministic_algorithms(True)\n    layer()\n"})
+    assert lint_sources(enabling, config, select=["TDL201"]) == []
+
+
+def test_tdl201_stays_in_files_only_non_enabling_entry_points_run() -> None:
+    sources = {
+        "layers.py": CONV,
+        "train.py": "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n    torch.use_deterministic_algorithms(True)\n    layer()\n",
+        "probe.py": "import torch\n\nif __name__ == '__main__':\n    torch.nn.Conv2d(3, 8, 3)\n",
+    }
+    assert _codes(lint_sources(sources, {"profile": "strict"}, select=["TDL201"])) == ["probe.py:4:5 TDL201"]
+
+
+# -- TDL302 ----------------------------------------------------------------------------------------
+
+
+def test_tdl302_lists_at_most_five_operations_with_locations() -> None:
+    body = "".join(f"    torch.ones({i}).cuda()\n" for i in range(7))
+    diagnostics = lint_sources({"run.py": f"import torch\n\nif __name__ == '__main__':\n{body}"}, select=["TDL302"])
+    assert len(diagnostics) == 1
+    assert diagnostics[0].message.count(" at run.py:") == 5
+    assert diagnostics[0].fix is not None and diagnostics[0].fix.applicability.value == "unsafe"
+
+
+def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
+    ops = "import torch.nn.functional as F\n\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+    helper = "import torch\n\n\ndef deterministic():\n    torch.use_deterministic_algorithms(True)\n"
+    unprotected = {"ops.py": ops, "run.py": "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2))\n"}
+    diagnostics = lint_sources(unprotected, select=["TDL302"])
+    assert [d.code for d in diagnostics] == ["TDL302"] and "`F.interpolate` at ops.py:5" in diagnostics[0].message
+    protected = dict(unprotected, **{"helpers.py": helper})
+    protected["run.py"] = "import torch\nfrom helpers import deterministic\nfrom ops import up\n\nif __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2))\n"
+    assert lint_sources(protected, select=["TDL302"]) == []
+    assert lint_sources(unprotected, {"assume-deterministic-mode": True}, select=["TDL302"]) == []
+
+
+# -- fixes of the entry-point rules -------------------------------------------------------------------
+
+
+def test_seeding_fix_goes_after_imports_when_module_level_code_draws() -> None:
+    source = "import torch\n\nweights = torch.randn(3)\n\nif __name__ == '__main__':\n    print(weights)\n"
+    (diagnostic,) = lint_sources({"run.py": source}, select=["TDL001"])
+    assert [(e.start, e.content) for e in diagnostic.fix.edits] == [(13, "torch.manual_seed(0)\n")]
+
+
+def test_seeding_fix_is_shared_by_tdl001_to_tdl003_and_seeds_only_what_is_reached() -> None:
+    source = "import random\nimport torch\n\nif __name__ == '__main__':\n    torch.rand(1)\n    random.random()\n"
+    diagnostics = lint_sources({"run.py": source}, {"seed": 5}, select=PROJECT_CODES)
+    assert [d.code for d in diagnostics] == ["TDL001", "TDL002"]
+    assert diagnostics[0].fix == diagnostics[1].fix
+    assert [e.content for e in diagnostics[0].fix.edits] == ["    torch.manual_seed(5)\n    random.seed(5)\n"]
+
+
+def test_functions_handed_to_runners_are_followed_and_stored_callbacks_are_not() -> None:
+    body = "import fire\nimport torch\n\n\ndef main():\n    torch.randn(2)\n\n\ndef sampler():\n    torch.randn(2)\n\n\nTABLE = dict(fn=sampler)\n"
+    assert _codes(lint_sources({"run.py": body + "\nif __name__ == '__main__':\n    fire.Fire(main)\n"}, select=["TDL001"])) == ["run.py:15:1 TDL001"]
+    assert lint_sources({"run.py": body + "\nif __name__ == '__main__':\n    print(TABLE)\n"}, select=["TDL001"]) == []
+
+
+def test_a_lazy_import_runs_the_module_only_when_its_function_runs() -> None:
+    sources = {
+        "drawing.py": "import torch\n\nNOISE = torch.randn(3)\n",
+        "run.py": "def later():\n    import drawing\n\n\nif __name__ == '__main__':\n    print('no call')\n",
+    }
+    assert lint_sources(sources, select=["TDL001"]) == []
+    sources["run.py"] = sources["run.py"].replace("print('no call')", "later()")
+    assert _codes(lint_sources(sources, select=["TDL001"])) == ["run.py:5:1 TDL001"]
+
+
+def test_a_notebook_is_an_entry_point_with_cell_positions() -> None:
+    import json
+
+    def cell(kind, source):
+        extra = {"execution_count": None, "outputs": []} if kind == "code" else {}
+        return {"cell_type": kind, "metadata": {}, "source": source, **extra}
+
+    notebook = {
+        "cells": [cell("markdown", ["# Title"]), cell("code", ["import torch\n", "from torch import nn"]), cell("code", ["model = nn.Linear(2, 2)"])],
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}, "language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (diagnostic,) = lint_sources({"analysis.ipynb": json.dumps(notebook)}, select=["TDL001"])
+    assert (diagnostic.cell, diagnostic.line, diagnostic.column) == (2, 1, 1)
+    assert "analysis.ipynb:cell 3:1" in diagnostic.message
+    assert [e.content for e in diagnostic.fix.edits] == ["torch.manual_seed(0)\n"]
+
+
+def test_nested_functions_run_when_called_not_when_defined() -> None:
+    source = (
+        "import torch\n\n\ndef decorator(fn):\n    def wrapper(*args):\n        torch.randn(2)\n        return fn(*args)\n\n    return wrapper\n\n\n"
+        "@decorator\ndef work():\n    pass\n\n\ndef main():\n    def step():\n        return torch.rand(1)\n\n    return step()\n\n\n"
+        "if __name__ == '__main__':\n    {}\n"
+    )
+    assert lint_sources({"run.py": source.format("print(work)")}, select=["TDL001"]) == []
+    (diagnostic,) = lint_sources({"run.py": source.format("main()")}, select=["TDL001"])
+    assert "`torch.rand(...)` at run.py:19" in diagnostic.message and "torch.randn" not in diagnostic.message
+
+
+def test_lambdas_stored_for_later_are_not_reached_and_sort_keys_are() -> None:
+    stored = "import random\n\nTABLE = {'pick': lambda items: random.choice(items)}\n\nif __name__ == '__main__':\n    print(TABLE)\n"
+    assert lint_sources({"run.py": stored}, select=["TDL002"]) == []
+    sorting = "import random\n\nif __name__ == '__main__':\n    print(sorted([1, 2], key=lambda item: random.random()))\n"
+    assert [d.code for d in lint_sources({"run.py": sorting}, select=["TDL002"])] == ["TDL002"]

@@ -1,0 +1,96 @@
+"""TDL302: an entry point that reaches CUDA work or a catalog operation and never
+enables deterministic mode (a project rule over the module graph).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from torchdet_lint.checks.seeding import Insertion
+from torchdet_lint.project import Project
+from torchdet_lint.rule import Diagnostic, FixAvailability, ProjectRule
+
+
+class DeterministicModeNotEnabled(ProjectRule):
+    """
+    ## Why is this bad?
+    On CUDA, many kernels (atomic adds in `index_add_`, scatter, pooling and
+    interpolation backward passes, cuDNN algorithm choice, ...) give slightly
+    different results on every run unless
+    `torch.use_deterministic_algorithms(True)` selects deterministic
+    implementations (or raises where there is none). Seeding alone does not
+    make a CUDA program reproducible.
+
+    The rule follows each entry point (as TDL001 does) through the functions
+    it reaches, in every first-party module, and reports it when it reaches
+    CUDA work (`.cuda()`, `.to("cuda")`, `device="cuda"`, `torch.device("cuda")`,
+    `torch.cuda.*` calls other than `is_available`, `device_count`,
+    `get_device_name` and `manual_seed*`; this linter also leaves out the
+    queries `current_device`, `get_device_properties`, `get_device_capability`,
+    `is_bf16_supported`, the memory statistics and private `torch.cuda._*`
+    helpers, which library code calls to pick a code path) or an operation of the catalog
+    (TDL201/TDL202 operations at the target version) and never enables the
+    flag. Enabling it: `use_deterministic_algorithms` with `True` or a
+    non-literal (also `warn_only=True`, which TDL305 reports),
+    `set_deterministic_debug_mode("warn"|"error"|1|2)`,
+    `Trainer(deterministic=True)`, `transformers.set_seed(..., deterministic=True)`,
+    `enable_full_determinism`, `accelerate.utils.set_seed(..., deterministic=True)`,
+    or a first-party helper doing one of these. The message lists up to five
+    of the operations reached, with their locations. Reported on the
+    `if __name__` line (line 1, column 1 for other entry points).
+
+    ## Fix safety
+    Unsafe: inserts `torch.use_deterministic_algorithms(True)` at the top of
+    the main block (after the imports for a script, at the top of a notebook's
+    first code cell), with `import torch` when needed. Operations without a
+    deterministic implementation then raise on CUDA (see TDL202), and before
+    torch 2.10 cuBLAS needs `CUBLAS_WORKSPACE_CONFIG` (TDL303).
+
+    ## Known problems
+    Device placement through a variable (`x.to(device)`) is only seen where
+    the device is built (`torch.device("cuda" if ... else "cpu")`). Config
+    `assume-deterministic-mode` silences the rule for programs that enable the
+    flag where the linter cannot see it (a launcher).
+
+    ## Options
+    `assume-deterministic-mode`, `torch-version`, `entry-points`.
+
+    ## References
+    - `torch.use_deterministic_algorithms`: <https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html>
+    - PyTorch, Reproducibility: <https://pytorch.org/docs/stable/notes/randomness.html>
+    """
+
+    code = "TDL302"
+    name = "deterministic-mode-not-enabled"
+    summary = "an entry point reaches CUDA work or nondeterministic operations and never enables deterministic mode"
+    fix_availability = FixAvailability.UNSAFE
+    bad = (
+        "import torch\n\nif __name__ == \"__main__\":\n    x = torch.ones(3).cuda()\n",
+        "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\nfor step in range(3):\n    print(torch.ones(2, device=device))\n",
+    )
+    good = (
+        "import torch\n\nif __name__ == \"__main__\":\n    torch.use_deterministic_algorithms(True)\n    x = torch.ones(3).cuda()\n",
+        "import torch\n\n\ndef to_gpu(x):\n    return x.cuda()\n",
+        "import torch\n\nif __name__ == \"__main__\":\n    print(torch.cuda.is_available())\n",
+    )
+
+    def check(self, project: Project) -> Iterable[Diagnostic]:
+        if project.settings.assume_deterministic_mode:
+            return
+        for entry in project.entry_points:
+            reach = project.entry_reach(entry)
+            if "deterministic" in reach.covers or not (reach.cuda or reach.ops):
+                continue
+            found = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))[:5]
+            what = " and ".join(
+                part for part, present in (("CUDA work", bool(reach.cuda)), ("operations that deterministic mode governs", bool(reach.ops))) if present
+            )
+            listing = ", ".join(f"{item.site.text} at {project.where(item)}" for item in found)
+            message = f"reaches {what} ({listing}) and never enables `torch.use_deterministic_algorithms(True)`"
+            insertion = Insertion(project, entry, ["cuda"])
+            fix = None
+            if insertion.valid:
+                torch = insertion.module("torch")
+                if torch is not None:
+                    fix = insertion.fix("Enable deterministic mode at the start of the entry point", [f"{torch}.use_deterministic_algorithms(True)"])
+            yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
