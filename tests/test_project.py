@@ -190,13 +190,16 @@ def test_tdl201_stays_without_entry_points_and_goes_with_an_enabling_one() -> No
     assert lint_sources(enabling, config, select=["TDL201"]) == []
 
 
-def test_tdl201_stays_in_files_only_non_enabling_entry_points_run() -> None:
+def test_one_enabling_entry_point_silences_tdl201_project_wide() -> None:
+    """RULES.md: one entry point that enables the flag silences TDL201 everywhere, other entry points included."""
     sources = {
         "layers.py": CONV,
         "train.py": "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n    torch.use_deterministic_algorithms(True)\n    layer()\n",
         "probe.py": "import torch\n\nif __name__ == '__main__':\n    torch.nn.Conv2d(3, 8, 3)\n",
     }
-    assert _codes(lint_sources(sources, {"profile": "strict"}, select=["TDL201"])) == ["probe.py:4:5 TDL201"]
+    assert lint_sources(sources, {"profile": "strict"}, select=["TDL201"]) == []
+    sources["train.py"] = sources["train.py"].replace("    torch.use_deterministic_algorithms(True)\n", "")
+    assert _codes(lint_sources(sources, {"profile": "strict"}, select=["TDL201"])) == ["layers.py:5:12 TDL201", "probe.py:4:5 TDL201"]
 
 
 # -- TDL302 ----------------------------------------------------------------------------------------

@@ -267,7 +267,8 @@ def _run_stdin(args, settings: Settings, filename: str) -> int:
     from torchdet_lint.project import run_project_rules
     from torchdet_lint.discovery import SourceFile
 
-    diagnostics = result.diagnostics + run_project_rules([result], [SourceFile(path, filename, True)], options)
+    project = run_project_rules([result], [SourceFile(path, filename, True)], options)  # may drop file findings
+    diagnostics = result.diagnostics + project
     unsafe = bool(settings.unsafe_fixes)
     if args.fix:
         from torchdet_lint.fixer import fix_text

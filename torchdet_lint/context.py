@@ -113,15 +113,15 @@ class FileContext:
         return self.lines.offset(line, column), self.lines.offset(end_line, end_column)
 
     # -- reporting ---------------------------------------------------------------
-    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[FixBuilder]) -> None:
-        self._reports.append((rule.code, rule.name, node, message, fix))
+    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[FixBuilder], extra: Optional[dict] = None) -> None:
+        self._reports.append((rule.code, rule.name, node, message, fix, extra))
 
     def report_at_line(self, code: str, name: str, line: int, column: int, message: str, fix: Optional[FixBuilder] = None) -> None:
-        self._reports.append((code, name, (line, column), message, fix))
+        self._reports.append((code, name, (line, column), message, fix, None))
 
     def diagnostics(self) -> List[Diagnostic]:
         result = []
-        for code, name, where, message, builder in self._reports:
+        for code, name, where, message, builder, extra in self._reports:
             if isinstance(where, tuple):
                 line, column = where
                 end_line, end_column = line, column
@@ -147,6 +147,7 @@ class FileContext:
                     fix=fix,
                     start_offset=start_offset,
                     end_offset=self.lines.offset(end_line, end_column),
+                    extra=dict(extra) if extra else {},
                 )
             )
         return result

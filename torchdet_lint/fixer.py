@@ -422,9 +422,9 @@ class _FixSession:
                 self._fail(state, f"a fix made the file unparsable (line {error.line}: {error.message})", [])
                 result = state.original_result
             self.results[state.file.display] = result
+        project = self.project_diagnostics()  # first: the project phase may drop file findings
         diagnostics = [d for path in self.order for d in self.results[path].diagnostics]
-        diagnostics.extend(self.project_diagnostics())
-        return sort_diagnostics(diagnostics)
+        return sort_diagnostics(diagnostics + project)
 
     def errors(self) -> List[str]:
         return [state.error for _, state in sorted(self.states.items()) if state.error]
@@ -526,7 +526,8 @@ def fix_text(
     first = lint_source(source, path, display, options, module_name, is_package)
     # Standard input names a file that may exist; its text is the one given.
     session = _FixSession([first], [file], options, unsafe, jobs=1)
-    diagnostics = sort_diagnostics(first.diagnostics + session.project_diagnostics())
+    project = session.project_diagnostics()  # first: the project phase may drop file findings
+    diagnostics = sort_diagnostics(first.diagnostics + project)
     remaining = session.run(diagnostics)
     for message in session.errors():
         (on_error or _print_error)(message)

@@ -113,6 +113,7 @@ class Flake8Plugin:
             module_name, is_package = module_name_for(path, path.parent)
             result = lint_source(source, path, self.filename, options, module_name, is_package)
             result.source = source
-            diagnostics = result.diagnostics + run_project_rules([result], [SourceFile(path, self.filename, True)], options)
+            project = run_project_rules([result], [SourceFile(path, self.filename, True)], options)  # may drop file findings
+            diagnostics = result.diagnostics + project
         for d in sort_diagnostics(diagnostics):
             yield d.line, max(d.column - 1, 0), f"{d.code} {d.message}", type(self)

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.engine import FileResult, RunOptions, apply_suppressions
-from torchdet_lint.rule import Diagnostic, Edit, ProjectRule, all_rules
+from torchdet_lint.rule import SILENCED_BY_FLAG, Diagnostic, Edit, ProjectRule, all_rules
 from torchdet_lint.summary import MAIN_KEY, MAX_SITES, MODULE_KEY, FileSummary, FixAnchors, Site, config_helpers, entry_configured
 
 Node = Tuple[str, str]  # (file path as displayed, function key)
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 # Rules whose findings an entry point that enables deterministic mode silences project-wide.
-NONDETERMINISTIC_OP_CODE = "TDL201"
 
 
 @dataclass
@@ -234,7 +233,10 @@ class Project:
                 reason = "__main__.py"
             elif summary.configured_entry or entry_configured(self.settings, display):
                 reason = "configured"
-            elif summary.module_work and name != "__init__.py":
+            elif summary.module_work and name != "__init__.py" and "." not in (summary.module_name or ""):
+                # A module inside a package is library code even when nothing in the
+                # run imports it (a one-file run, or an API imported by users): only a
+                # main block, `__main__.py` or config `entry-points` make it an entry point.
                 if imported is None:
                     imported = self.imported_files()
                 if display not in imported:
@@ -453,23 +455,10 @@ class Project:
                     pending.append(successor)
         return {display for display, _ in seen}
 
-    def keeps_nondeterministic_ops(self) -> Optional[Set[str]]:
-        """Where TDL201 stays once deterministic mode is seen: None when no entry point
-        enables the flag (it stays everywhere); else the files that only entry points
-        without the flag run (an enabling entry point silences it project-wide, library
-        code included)."""
-        enabling, other = [], []
-        for entry in self.entry_points:
-            (enabling if "deterministic" in self.entry_reach(entry).covers else other).append(entry)
-        if not enabling:
-            return None
-        covered: Set[str] = set()
-        for entry in enabling:
-            covered |= self.files_reached(entry)
-        kept: Set[str] = set()
-        for entry in other:
-            kept |= self.files_reached(entry)
-        return kept - covered
+    def deterministic_mode_enabled(self) -> bool:
+        """RULES.md: one entry point that enables the flag silences TDL201 project-wide
+        (library code included); with no entry point, nothing enables it."""
+        return any("deterministic" in self.entry_reach(entry).covers for entry in self.entry_points)
 
     # -- seeding helpers the fixes can call -----------------------------------------------------------
     def seeding_helpers(self) -> List[Tuple[Node, Reach]]:
@@ -602,22 +591,19 @@ def merge_edits(edits: Sequence[Edit]) -> Tuple[Edit, ...]:
 def run_project_rules(results: Sequence[FileResult], files: Sequence, options: RunOptions) -> List[Diagnostic]:
     """The project rules' diagnostics (suppressions applied).
 
-    Also the project-level filter of TDL201: its file diagnostics are removed
-    from `results` (in place) when an entry point enables deterministic mode
-    (see `Project.keeps_nondeterministic_ops`), so callers collect the file
-    diagnostics after calling this.
+    Also the project-level filter of TDL201 (and of the third-party kernels the
+    flag makes deterministic, TDL203): those file diagnostics are removed from
+    `results` (in place) when an entry point enables deterministic mode, so
+    callers collect the file diagnostics after calling this.
     """
     rules = [rule() for code, rule in all_rules().items() if code in options.selected and issubclass(rule, ProjectRule)]
-    has_op_findings = any(d.code == NONDETERMINISTIC_OP_CODE for r in results for d in r.diagnostics)
-    if not rules and not has_op_findings:
+    has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in r.diagnostics)
+    if not rules and not has_flag_findings:
         return []
     project = Project(results, files, options)
-    if has_op_findings:
-        kept = project.keeps_nondeterministic_ops()
-        if kept is not None:
-            for result in results:
-                if result.path not in kept:
-                    result.diagnostics = [d for d in result.diagnostics if d.code != NONDETERMINISTIC_OP_CODE]
+    if has_flag_findings and project.deterministic_mode_enabled():
+        for result in results:
+            result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]
     by_path: Dict[str, List[Diagnostic]] = {}
     for rule in rules:
         for diagnostic in rule.check(project):

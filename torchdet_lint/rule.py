@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.context import FileContext
     from torchdet_lint.project import Project
 
+# Diagnostic.extra key: the finding disappears when an entry point enables
+# torch.use_deterministic_algorithms (the project phase drops it).
+SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
 ALL_PROFILES = frozenset({"reproducible", "strict", "performance"})
 DEFAULT_PROFILE = "reproducible"
 
@@ -141,8 +144,10 @@ class Rule(BaseRule, cst.BatchableCSTVisitor):
         node: cst.CSTNode,
         message: Optional[str] = None,
         fix: Optional["FixBuilder"] = None,
+        extra: Optional[Dict[str, Any]] = None,
     ) -> None:
-        self.context.report(self, node, message or self.summary, fix)
+        """Report `node`; `extra` is data for the project phase (see `SILENCED_BY_FLAG`)."""
+        self.context.report(self, node, message or self.summary, fix, extra)
 
 
 class ProjectRule(BaseRule):

@@ -302,11 +302,12 @@ class TorchdetLanguageServer(LanguageServer):
         module_name, is_package = module_name_for(path, path.parent)
         result = check_text(buffer.text, buffer.display, options, module_name, is_package)
         result.source = SourceText(buffer.text)
-        diagnostics = apply_suppressions(result.diagnostics, buffer.text, settings, path)
         if buffer.project is None:
-            return diagnostics  # the project phase waits for the workspace's summaries
+            # the project phase waits for the workspace's summaries
+            return apply_suppressions(result.diagnostics, buffer.text, settings, path)
         other_results, other_files, _ = buffer.project
-        project = run_project_rules([result, *other_results], [own_file, *other_files], options)
+        project = run_project_rules([result, *other_results], [own_file, *other_files], options)  # may drop file findings
+        diagnostics = apply_suppressions(result.diagnostics, buffer.text, settings, path)
         return diagnostics + [d for d in project if d.path == buffer.display]
 
     def schedule(self, uri: str, delay: float = 0.0) -> None:

@@ -34,7 +34,7 @@ from torchdet_lint.catalog import (
     version_text,
 )
 from torchdet_lint.names import dotted_name, find_arg, literal
-from torchdet_lint.rule import Rule
+from torchdet_lint.rule import SILENCED_BY_FLAG, Rule
 
 _SEVERITY = {RAISES: 2, IGNORES_FLAG: 2, DETERMINISTIC_ALTERNATIVE: 1}
 # Receivers that are almost never tensors: `self.gather(...)` is the class's own method.
@@ -372,8 +372,9 @@ class _FlagAware(Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not (self.enabled or self.assume_enabled):
+            # An entry point elsewhere may enable the flag: the project phase decides.
             for node, message in self.pending:
-                self.report(node, message)
+                self.report(node, message, extra={SILENCED_BY_FLAG: True})
         self.pending = []
 
 
@@ -428,8 +429,11 @@ class NondeterministicOp(_FlagAware):
     `transformers.enable_full_determinism()` or
     `accelerate.utils.set_seed(..., deterministic=True)`. One such call
     anywhere in the file silences the rule for the whole file; in a project
-    run, an enabling entry point silences it for the modules it reaches.
-    TDL302 reports the entry points that never enable the flag.
+    run, one entry point that enables the flag (directly or through a
+    first-party helper) silences it project-wide, as the rule contract says:
+    the flag is process-wide, and the entry points that never enable it are
+    TDL302's to report. With no entry point in the project, nothing enables
+    the flag and the rule reports.
 
     ## Known problems
     Static analysis sees calls, not tensors: the device, the dtype, the
