@@ -21,10 +21,7 @@ from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.context import FileContext
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from torchdet_lint.data import load_toml, rules_directory
 
 MODULE_KEY = "<module>"  # module-level code outside the main block
 MAIN_KEY = "<main>"  # the `if __name__ == "__main__":` block
@@ -37,12 +34,11 @@ MAX_SITES = 5  # sites kept per function and kind: enough for messages, small to
 
 
 def rules_file(name: str) -> Path:
-    """A data file of rules/: shipped inside the package in a wheel, beside it in a checkout."""
-    here = Path(__file__).resolve().parent
-    for directory in (here / "rules", here.parent / "rules"):
-        if (directory / name).is_file():
-            return directory / name
-    raise FileNotFoundError(f"rules/{name} not found next to {here}")
+    """A data file of rules/ (see `data.rules_directory`)."""
+    path = rules_directory() / name
+    if not path.is_file():
+        raise FileNotFoundError(f"rules/{name} not found in {path.parent}")
+    return path
 
 
 @dataclass(frozen=True)
@@ -81,10 +77,8 @@ class Facts:
 
 @lru_cache(maxsize=None)
 def facts() -> Facts:
-    with open(rules_file("seed_helpers.toml"), "rb") as handle:
-        helpers_table = tomllib.load(handle)
-    with open(rules_file("rng_sources.toml"), "rb") as handle:
-        sources = tomllib.load(handle)
+    helpers_table = load_toml(rules_file("seed_helpers.toml"))
+    sources = load_toml(rules_file("rng_sources.toml"))
     helpers = {}
     for entry in helpers_table.get("helper", []):
         enabled = entry.get("enabled-by")
