@@ -163,7 +163,8 @@ def run_check(args) -> int:
     if args.verbose:
         parsed = sum(1 for f in result.files if f.parsed)
         timings = {name: round(value, 3) for name, value in result.timings.items()}
-        timings.update(files=len(result.files), parsed=parsed, skipped=len(result.files) - parsed)
+        cached = sum(1 for f in result.files if f.from_cache)
+        timings.update(files=len(result.files), parsed=parsed, skipped=len(result.files) - parsed, from_cache=cached)
         print("timings: " + json.dumps(timings), file=sys.stderr)
     unsafe = bool(settings.unsafe_fixes)
     diagnostics = result.diagnostics

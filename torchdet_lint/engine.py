@@ -65,6 +65,7 @@ class FileResult:
     summary: object = None  # FileSummary, for the project phase
     source: Optional[SourceText] = None
     parsed: bool = False
+    from_cache: bool = False
 
 
 class SourceError(Exception):
@@ -343,6 +344,7 @@ def lint_path(
                 cached.source = decode_source(data)
             except SourceError:
                 cached.source = None
+            cached.from_cache = True
             return cached
     try:
         source = decode_source(data)
