@@ -77,13 +77,21 @@ class FileContext:
         self.summary: Optional["FileSummary"] = None
         self._reports: List[tuple] = []
         self._positions = None
+        self._names: Dict[int, Optional[str]] = {}
 
     # -- shortcuts for rules -----------------------------------------------------
     def qualified_name(self, node: Optional[cst.CSTNode]) -> Optional[str]:
-        return self.resolver.qualified_name(node)
+        # Several rules ask about the same node while the walk is at it: resolve once.
+        # The nodes live as long as the module, so their ids are stable keys.
+        key = id(node)
+        try:
+            return self._names[key]
+        except KeyError:
+            name = self._names[key] = self.resolver.qualified_name(node)
+            return name
 
     def call_name(self, call: cst.Call) -> Optional[str]:
-        return self.resolver.qualified_name(call.func)
+        return self.qualified_name(call.func)
 
     @property
     def strict(self) -> bool:

@@ -1047,6 +1047,9 @@ class DeprecatedCudaAmp(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self.compatibility_depth = 0  # inside an `except` or a version-guarded branch
+        # Rendering every `if` test is costly; a file that never names these APIs needs none of it.
+        self.relevant = "autocast" in context.text or "GradScaler" in context.text
+        self.guards: list = []
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         self.compatibility_depth += 1
@@ -1055,16 +1058,21 @@ class DeprecatedCudaAmp(Rule):
         self.compatibility_depth -= 1
 
     def visit_If(self, node: cst.If) -> None:
-        self.compatibility_depth += self._version_guard(node.test)
+        self._enter(node.test)
 
     def leave_If(self, original_node: cst.If) -> None:
-        self.compatibility_depth -= self._version_guard(original_node.test)
+        self.compatibility_depth -= self.guards.pop()
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self.compatibility_depth += self._version_guard(node.test)
+        self._enter(node.test)
 
     def leave_IfExp(self, original_node: cst.IfExp) -> None:
-        self.compatibility_depth -= self._version_guard(original_node.test)
+        self.compatibility_depth -= self.guards.pop()
+
+    def _enter(self, test: cst.BaseExpression) -> None:
+        guard = self._version_guard(test) if self.relevant else 0
+        self.guards.append(guard)
+        self.compatibility_depth += guard
 
     def _version_guard(self, test: cst.BaseExpression) -> int:
         """1 when a condition selects code by torch version or feature (`TORCH_GE_2_4`, `hasattr(torch, "amp")`)."""
