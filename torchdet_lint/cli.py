@@ -14,15 +14,25 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from torchdet_lint import __version__
-from torchdet_lint.config import (
-    ConfigError,
-    Settings,
-    find_config,
-    load_config_file,
-    validate_selectors,
-    with_overrides,
-)
-from torchdet_lint.output import FORMATS
+from torchdet_lint.startup import cached_dataclass_code
+
+# What every check needs is imported here, inside the start-up cache, even the
+# modules used only by functions below: defining LibCST's node classes and our
+# rules is most of a one-file run's time (see startup.py).
+with cached_dataclass_code():
+    import torchdet_lint.checks  # noqa: F401 - registers every rule
+    import torchdet_lint.output.context  # noqa: F401
+    import torchdet_lint.project  # noqa: F401
+    import torchdet_lint.runner  # noqa: F401
+    from torchdet_lint.config import (
+        ConfigError,
+        Settings,
+        find_config,
+        load_config_file,
+        validate_selectors,
+        with_overrides,
+    )
+    from torchdet_lint.output import FORMATS
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "rule", "rules", "server")

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict
 
+from torchdet_lint.startup import user_cache_directory
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -35,8 +37,7 @@ def rules_directory() -> Path:
 
 
 def _cache_directory() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "torchdet-lint" / "toml"
+    return user_cache_directory() / "toml"
 
 
 @functools.lru_cache(maxsize=None)
