@@ -5,7 +5,9 @@ one batched traversal, apply suppressions. Also the run over many files.
 from __future__ import annotations
 
 import ast
+import contextlib
 import fnmatch
+import gc
 import re
 import tokenize
 import warnings
@@ -187,6 +189,27 @@ def syntax_error_diagnostic(display: str, text: str, error: cst.ParserSyntaxErro
     )
 
 
+@contextlib.contextmanager
+def cyclic_gc_paused():
+    """Python's cycle collector off while one file is parsed and analysed.
+
+    A LibCST parse allocates millions of objects, each allocation burst sets
+    off a collection, and each collection walks every live object, the whole
+    growing tree included: ~25% of a parse's time on torch's large files. Syntax
+    trees hold no reference cycles (they are freed by reference counting as
+    before, so the peak memory is unchanged); the few cycles made meanwhile are
+    collected once the collector is back on. Left off if the host program had
+    turned it off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def check_text(
     text: str,
     display: str,
@@ -195,8 +218,7 @@ def check_text(
     is_package: bool = False,
 ) -> FileResult:
     """Lint one decoded source text (without suppressions applied)."""
-    from torchdet_lint.context import FileContext
-    from torchdet_lint.summary import SummaryCollector, empty_summary
+    from torchdet_lint.summary import empty_summary
 
     result = FileResult(display)
     if _FILE_NOQA_RE.search(text):
@@ -214,6 +236,21 @@ def check_text(
     if not _RELEVANT_RE.search(text):
         result.summary = empty_summary(display, module_name, text)
         return result
+    with cyclic_gc_paused():
+        return _check_parsed(text, display, options, module_name, is_package, result)
+
+
+def _check_parsed(
+    text: str,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str],
+    is_package: bool,
+    result: FileResult,
+) -> FileResult:
+    from torchdet_lint.context import FileContext
+    from torchdet_lint.summary import SummaryCollector
+
     try:
         module = parse(text)
     except cst.ParserSyntaxError as error:
