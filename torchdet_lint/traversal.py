@@ -223,7 +223,8 @@ def _may_hold_nodes(node_type: type, field_name: str, with_trivia: bool) -> bool
 def _subclass_named(node_type: type, name: str) -> bool:
     """Does a visitor method for `name` concern nodes of `node_type` (or a subclass)?"""
     candidate = getattr(cst, name, None)
-    return isinstance(candidate, type) and (issubclass(candidate, node_type) or issubclass(node_type, candidate))
+    # MRO membership rather than issubclass(), which is slow through LibCST's ABCs
+    return isinstance(candidate, type) and (node_type in candidate.__mro__ or candidate in node_type.__mro__)
 
 
 if __name__ == "__main__":
