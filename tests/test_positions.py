@@ -10,6 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusi
 
 from conftest import FIXTURES, ROOT
 from torchdet_lint.context import LineIndex
+from torchdet_lint.engine import python_ast
 from torchdet_lint.positions import LocalPositions, _parent_map
 
 TRICKY = (
@@ -41,7 +42,7 @@ def test_local_positions_match_libcst(source: str) -> None:
     parents = _parent_map(module)
     for provider, inclusive in ((PositionProvider, False), (WhitespaceInclusivePositionProvider, True)):
         expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(provider)
-        local = LocalPositions(module, LineIndex(source))
+        local = LocalPositions(module, LineIndex(source), lambda: python_ast(source))
         for node, code_range in expected.items():
             if id(node) not in parents:
                 continue  # trivia and the module itself are never reported

@@ -19,6 +19,8 @@ from torchdet_lint.positions import LocalPositions
 from torchdet_lint.rule import Diagnostic, Edit, Fix, FixBuilder
 
 if TYPE_CHECKING:  # pragma: no cover
+    import ast
+
     from torchdet_lint.config import Settings
     from torchdet_lint.rule import Rule
     from torchdet_lint.summary import FileSummary
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _IMPORTS_TORCH_RE = re.compile(r"^[ \t]*(?:from[ \t]+torch\b|import[ \t][^\n#]*\btorch\b)", re.M)
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
+_NOT_PARSED = object()
 
 
 class LineIndex:
@@ -78,6 +81,18 @@ class FileContext:
         self._reports: List[tuple] = []
         self._positions = None
         self._names: Dict[int, Optional[str]] = {}
+        self._python_tree: Optional[object] = _NOT_PARSED
+
+    def python_tree(self) -> Optional[ast.Module]:
+        """Python's own parse of the file (statement lines, fix anchors), made once; None if it refuses the file."""
+        if self._python_tree is _NOT_PARSED:
+            from torchdet_lint.engine import python_ast
+
+            try:
+                self._python_tree = python_ast(self.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._python_tree = None  # syntax LibCST accepts but this Python does not
+        return self._python_tree
 
     # -- shortcuts for rules -----------------------------------------------------
     def qualified_name(self, node: Optional[cst.CSTNode]) -> Optional[str]:
@@ -104,7 +119,7 @@ class FileContext:
     @property
     def positions(self) -> LocalPositions:
         if self._positions is None:
-            self._positions = LocalPositions(self.module, self.lines)
+            self._positions = LocalPositions(self.module, self.lines, self.python_tree)
         return self._positions
 
     def node_range(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:

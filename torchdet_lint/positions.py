@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
@@ -82,9 +82,10 @@ def _first_line(node: ast.stmt) -> int:
 
 
 class LocalPositions:
-    def __init__(self, module: cst.Module, lines) -> None:
+    def __init__(self, module: cst.Module, lines, python_tree: Callable[[], Optional[ast.Module]]) -> None:
         self.module = module
         self.lines = lines  # context.LineIndex of the source text
+        self.python_tree = python_tree  # the file's `ast`, parsed once and shared with the summary
         self._parents: Optional[Dict[int, cst.CSTNode]] = None
         self._tree: Optional[ast.Module] = None
         self._local: Dict[Tuple[int, type], Tuple[object, Tuple[int, int]]] = {}
@@ -111,9 +112,9 @@ class LocalPositions:
         """The innermost mappable statement holding `node`, and its first line in the file."""
         if self._parents is None:
             self._parents = _parent_map(self.module)
-            from torchdet_lint.engine import python_ast
-
-            self._tree = python_ast(self.lines.text)
+            self._tree = self.python_tree()
+        if self._tree is None:
+            raise _Unmappable()
         chain = [node]
         while chain[-1] is not self.module:
             parent = self._parents.get(id(chain[-1]))

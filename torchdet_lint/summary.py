@@ -1163,7 +1163,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             or bool(self.loader_calls)
         )
         if needs_anchors or self.pending:
-            tree = _ast_tree(self.context.text)
+            tree = self.context.python_tree()
             if tree is not None:
                 self._lines(tree)
                 if needs_anchors:
@@ -1174,12 +1174,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _lines(self, tree: ast.Module) -> None:
         """Lines of the recorded sites: the i-th call (assignment) visited is the
         i-th in `ast`'s source order (outer before inner, as LibCST visits)."""
-        ordered: Dict[str, list] = {}
-        for kind, node_type in (("call", ast.Call), ("assign", ast.Assign)):
-            if any(k == kind for _, k, _ in self.pending):
-                nodes = [n for n in ast.walk(tree) if isinstance(n, node_type)]
-                nodes.sort(key=lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
-                ordered[kind] = nodes
+        ordered: Dict[str, list] = {"call": [], "assign": []}
+        for node in ast.walk(tree):  # one walk for both kinds: it is the costly part
+            node_type = type(node)
+            if node_type is ast.Call:
+                ordered["call"].append(node)
+            elif node_type is ast.Assign:
+                ordered["assign"].append(node)
+        for nodes in ordered.values():
+            nodes.sort(key=lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
         expected = {"call": self.calls_seen, "assign": self.assigns_seen}
         for item, kind, index in self.pending:
             nodes = ordered[kind]
