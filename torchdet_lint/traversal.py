@@ -127,33 +127,48 @@ class BatchedWalker:
         wanted = frozenset(self.visit) | frozenset(self.leave)
         self.keep = kept_node_types(wanted)
         self.with_trivia = _wants_trivia(wanted)
+        self._plans: Dict[type, Tuple[tuple, tuple, Tuple[str, ...]]] = {}
+
+    def _plan(self, node_type: type) -> Tuple[tuple, tuple, Tuple[str, ...]]:
+        """What to do at a node of this class: visit methods, leave methods, child fields (last first)."""
+        name = node_type.__name__
+        plan = (
+            tuple(self.visit.get(name, ())),
+            tuple(self.leave.get(name, ())),
+            tuple(reversed(child_fields(node_type, self.with_trivia))),
+        )
+        self._plans[node_type] = plan
+        return plan
 
     def walk(self, root: cst.CSTNode) -> None:
-        visit, leave, keep, with_trivia = self.visit, self.leave, self.keep, self.with_trivia
-        stack: List[Tuple[cst.CSTNode, bool]] = [(root, False)]
+        # The hottest loop of a run: children are pushed last first so they pop
+        # in source order, and a node waits on the stack for its leave methods
+        # only when it has some (as a tuple: no node is a tuple).
+        plans, keep = self._plans, self.keep
+        stack: list = [root]
         pop, push = stack.pop, stack.append
         while stack:
-            node, leaving = pop()
-            name = type(node).__name__
-            if leaving:
-                for method in leave.get(name, ()):
+            node = pop()
+            if type(node) is tuple:
+                node, leaves = node
+                for method in leaves:
                     method(node)
                 continue
-            for method in visit.get(name, ()):
+            plan = plans.get(type(node)) or self._plan(type(node))
+            visits, leaves, reversed_fields = plan
+            for method in visits:
                 method(node)
-            push((node, True))
-            children: List[cst.CSTNode] = []
-            for field_name in child_fields(type(node), with_trivia):
+            if leaves:
+                push((node, leaves))
+            for field_name in reversed_fields:
                 value = getattr(node, field_name)
                 value_type = type(value)
                 if value_type in keep:
-                    children.append(value)
+                    push(value)
                 elif value_type is tuple or value_type is list:
-                    for item in value:
+                    for item in reversed(value):
                         if type(item) in keep:
-                            children.append(item)
-            for child in reversed(children):
-                push((child, False))
+                            push(item)
 
 
 @functools.lru_cache(maxsize=None)
