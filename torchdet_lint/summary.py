@@ -1174,13 +1174,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _lines(self, tree: ast.Module) -> None:
         """Lines of the recorded sites: the i-th call (assignment) visited is the
         i-th in `ast`'s source order (outer before inner, as LibCST visits)."""
-        ordered: Dict[str, list] = {"call": [], "assign": []}
-        for node in ast.walk(tree):  # one walk for both kinds: it is the costly part
-            node_type = type(node)
-            if node_type is ast.Call:
-                ordered["call"].append(node)
-            elif node_type is ast.Assign:
-                ordered["assign"].append(node)
+        calls, assigns = _calls_and_assignments(tree)
+        ordered = {"call": calls, "assign": assigns}
         for nodes in ordered.values():
             nodes.sort(key=lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
         expected = {"call": self.calls_seen, "assign": self.assigns_seen}
@@ -1215,6 +1210,34 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             edit = context.import_edit(module)
             if edit is not None:
                 self.summary.rng_import_edits[module] = (edit.start, edit.content)
+
+
+def _calls_and_assignments(tree: ast.AST) -> Tuple[List[ast.Call], List[ast.Assign]]:
+    """Every call and assignment of a tree, in no particular order.
+
+    One explicit-stack walk for both: `ast.walk` (two generators deep per
+    node) made this lookup cost a tenth of a file's analysis.
+    """
+    calls: List[ast.Call] = []
+    assigns: List[ast.Assign] = []
+    stack: List[ast.AST] = [tree]
+    pop, push, node_class = stack.pop, stack.append, ast.AST
+    while stack:
+        node = pop()
+        node_type = type(node)
+        if node_type is ast.Call:
+            calls.append(node)
+        elif node_type is ast.Assign:
+            assigns.append(node)
+        for name in node_type._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_class):
+                        push(item)
+            elif isinstance(value, node_class):
+                push(value)
+    return calls, assigns
 
 
 def _count_lines(value: str) -> int:
