@@ -78,17 +78,22 @@ def _size(path: Path) -> int:
         return 0
 
 
-# What every file of a run shares, set once per worker process rather than sent with each file.
-_shared: Dict[str, object] = {}
-
-
-def _share(options: RunOptions, cache) -> None:
-    _shared.update(options=options, cache=cache)
-
-
-def _lint_one(task) -> FileResult:
+def _lint_one(task, options: RunOptions, cache) -> FileResult:
     path, display, module_name, is_package = task
-    return lint_path(path, display, _shared["options"], module_name, is_package, _shared["cache"])
+    return lint_path(path, display, options, module_name, is_package, cache)
+
+
+# In a worker process only: what every file of the run shares, set once by
+# the pool's initializer rather than sent with each file.
+_worker_shared: Dict[str, object] = {}
+
+
+def _start_worker(options: RunOptions, cache) -> None:
+    _worker_shared.update(options=options, cache=cache)
+
+
+def _lint_in_worker(task) -> FileResult:
+    return _lint_one(task, _worker_shared["options"], _worker_shared["cache"])
 
 
 def run(
@@ -109,7 +114,6 @@ def run(
     for file in files:
         module_name, is_package = module_name_for(file.path, file.path.parent)
         tasks.append((file.path, file.display, module_name, is_package))
-    _share(options, cache)
     bar = ProgressBar(len(tasks)) if progress else None
     started = time.perf_counter()
     # Largest files first: a worker never ends the run alone on a 1 MB file
@@ -120,17 +124,17 @@ def run(
     if jobs > 1 and len(tasks) >= _PARALLEL_THRESHOLD:
         from concurrent.futures import ProcessPoolExecutor  # only for long runs
 
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_share, initargs=(options, cache)) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(options, cache)) as pool:
             ordered_tasks = [tasks[index] for index in order]
             # Small chunks keep the largest-first order meaningful across workers.
             chunksize = max(1, min(8, len(tasks) // (jobs * 32)))
-            for index, result in zip(order, pool.map(_lint_one, ordered_tasks, chunksize=chunksize)):
+            for index, result in zip(order, pool.map(_lint_in_worker, ordered_tasks, chunksize=chunksize)):
                 results[index] = result
                 if bar:
                     bar.advance()
     else:
         for index in order:
-            results[index] = _lint_one(tasks[index])
+            results[index] = _lint_one(tasks[index], options, cache)
             if bar:
                 bar.advance()
     if bar:
