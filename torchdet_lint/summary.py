@@ -1216,7 +1216,7 @@ def _calls_and_assignments(tree: ast.AST) -> Tuple[List[ast.Call], List[ast.Assi
     """Every call and assignment of a tree, in no particular order.
 
     One explicit-stack walk for both: `ast.walk` (two generators deep per
-    node) made this lookup cost a tenth of a file's analysis.
+    node) made this lookup ~7% of the analysis time on `torch/nn`.
     """
     calls: List[ast.Call] = []
     assigns: List[ast.Assign] = []
