@@ -9,7 +9,7 @@ import pytest
 
 import torchdet_lint.cache as cache_module
 from conftest import run_cli
-from torchdet_lint.testing import lint_tree, settings_from
+from torchdet_lint.testing import settings_from
 
 HELPER_SEEDING = "import torch\n\n\ndef seed_all(seed=0):\n    torch.manual_seed(seed)\n"
 HELPER_NOT_SEEDING = "import torch\n\n\ndef seed_all(seed=0):\n    print('no seeding here', seed)\n"

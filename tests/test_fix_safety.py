@@ -3,14 +3,12 @@ no writes through symlinks out of the tree, and the analysed code is never impor
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from conftest import run_cli
 

@@ -10,7 +10,6 @@ import enum
 import hashlib
 import inspect
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path

@@ -129,7 +129,7 @@ def _opposing_rules_warning(selected) -> None:
 def run_check(args) -> int:
     from torchdet_lint.discovery import discover
     from torchdet_lint.output import formatter
-    from torchdet_lint.output.context import OutputContext, fixable, use_color
+    from torchdet_lint.output.context import OutputContext, use_color
     from torchdet_lint.runner import default_jobs, make_options
 
     stdin_mode = args.stdin_filename is not None or args.paths == ["-"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import fnmatch
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from torchdet_lint.config import Settings
-from torchdet_lint.discovery import SourceFile, discover
+from torchdet_lint.discovery import discover
 from torchdet_lint.rule import Diagnostic
 from torchdet_lint.runner import RunResult, first_party_names, make_options, run
 

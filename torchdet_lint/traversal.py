@@ -15,7 +15,7 @@ import inspect
 import re
 import typing
 from dataclasses import fields
-from typing import Callable, Dict, List, Sequence, Tuple, Type
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import libcst as cst
 

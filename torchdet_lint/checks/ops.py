@@ -15,14 +15,12 @@ import libcst as cst
 
 from torchdet_lint.catalog import (
     DETERMINISTIC_ALTERNATIVE,
-    FLAG_HONOURED,
     IGNORES_FLAG,
     NOT_LITERAL,
     OPAQUE_DEFAULT,
     RAISES,
     REQUIRED,
     THIRD_PARTY_KIND,
-    UNKNOWN,
     Case,
     Catalog,
     Form,
