@@ -134,3 +134,20 @@ def test_output_is_byte_identical(tmp_path: Path, variant: str) -> None:
         others = [run_cli(*reversed(names), *base, cwd=project)[1], run_cli(*names[::2], *names[1::2], *base, cwd=project)[1]]
     for other in others:
         assert other == reference
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_linting_leaves_the_cycle_collector_as_the_host_had_it(enabled_before: bool) -> None:
+    """The engine pauses the collector per file; a host (flake8, the editor) must get its setting back."""
+    import gc
+
+    from torchdet_lint.testing import lint_sources
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled_before else gc.disable()
+        diagnostics = lint_sources({"train.py": "import torch\ntorch.backends.cudnn.benchmark = True\n"})
+        assert any(d.code == "TDL301" for d in diagnostics)
+        assert gc.isenabled() is enabled_before
+    finally:
+        gc.enable() if was else gc.disable()
