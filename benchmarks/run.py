@@ -39,7 +39,8 @@ import json, resource, sys, time
 import libcst
 from pathlib import Path
 from torchdet_lint.discovery import discover
-from torchdet_lint.engine import _RELEVANT_RE, _FILE_NOQA_RE, MAX_FILE_BYTES, decode_source, read_bytes
+from torchdet_lint.engine import _FILE_NOQA_RE, _RELEVANT_RE, MAX_FILE_BYTES
+from torchdet_lint.source import decode_source, read_bytes
 root = Path(sys.argv[1])
 files, _ = discover([str(root)], root, cwd=root)
 parsed = skipped = failed = lines = 0

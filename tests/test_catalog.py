@@ -27,7 +27,7 @@ from torchdet_lint.catalog import (
     newest_version,
     rules_directory,
 )
-from torchdet_lint.checks.ops import match_operations
+from torchdet_lint.operations import match_operations
 from torchdet_lint.config import Settings
 from torchdet_lint.context import FileContext
 from torchdet_lint.testing import lint_sources

@@ -157,7 +157,7 @@ def test_bad_files_are_tdl000_and_the_run_goes_on(tmp_path: Path) -> None:
 
 def test_rule_command_prints_the_rule_docs() -> None:
     from torchdet_lint.docs import rule_markdown
-    from torchdet_lint.rule import get_rule
+    from torchdet_lint.checks import get_rule
 
     code, out, _ = run_cli("rule", "TDL301")
     assert code == 0
@@ -170,7 +170,7 @@ def test_rule_command_prints_the_rule_docs() -> None:
 
 
 def test_rules_command_lists_every_rule() -> None:
-    from torchdet_lint.rule import all_rules
+    from torchdet_lint.checks import all_rules
 
     code, out, _ = run_cli("rules")
     assert code == 0

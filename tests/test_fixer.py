@@ -24,8 +24,10 @@ from torchdet_lint import fixer
 from torchdet_lint.config import Settings
 from torchdet_lint.discovery import discover
 from torchdet_lint.fixer import TouchedRegions, apply_fixes, fix_run, unified_diff
-from torchdet_lint.engine import SourceText
-from torchdet_lint.rule import _REGISTRY, Applicability, Diagnostic, Edit, Fix, FixBuilder, ProjectRule, Rule
+from torchdet_lint.source import SourceText
+from torchdet_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, FixBuilder
+from torchdet_lint.checks import extra_rules
+from torchdet_lint.rule import ProjectRule, Rule
 from torchdet_lint.runner import first_party_names, make_options, run
 
 BENCHMARK_ON = "import torch\n\ntorch.backends.cudnn.benchmark = True  # speed\n"
@@ -190,12 +192,8 @@ def test_rules() -> Iterator[None]:
                     yield Diagnostic(path, 1, 1, 1, 1, self.code, self.name, self.summary,
                                      Fix("import os", Applicability.SAFE, (Edit(0, 0, "import os\n"),)))
 
-    added = ["TDL991", "TDL992", "TDL993", "TDL994", "TDL995"]
-    try:
+    with extra_rules(OneToTwo, TwoToOne, AlwaysMore, Breaks, NeedsOs):
         yield
-    finally:
-        for code in added:
-            _REGISTRY.pop(code, None)
 
 
 def _fix_tree(root: Path, select, unsafe: bool = True, write: bool = True):

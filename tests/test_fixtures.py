@@ -26,7 +26,8 @@ import pytest
 from conftest import FIXTURES
 from torchdet_lint.discovery import discover
 from torchdet_lint.fixer import FixReport, fix_run
-from torchdet_lint.rule import FixAvailability, all_rules
+from torchdet_lint.checks import all_rules
+from torchdet_lint.rule import FixAvailability
 from torchdet_lint.runner import first_party_names, make_options, run
 from torchdet_lint.testing import concise, fixture_config, lint_tree, settings_from
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import ROOT, lint_json, run_cli
 from torchdet_lint.notebook import NotebookError, load_notebook, lint_notebook
-from torchdet_lint.engine import SourceText
-from torchdet_lint.rule import Edit
+from torchdet_lint.source import SourceText
+from torchdet_lint.diagnostics import Edit
 from torchdet_lint.runner import make_options
 from torchdet_lint.testing import settings_from
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_cli
-from torchdet_lint.rule import all_rules
+from torchdet_lint.checks import all_rules
 from torchdet_lint.testing import lint_sources
 
 PERFORMANCE_CODES = [code for code in all_rules() if code.startswith("TDL4")]

@@ -8,8 +8,8 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
 from conftest import FIXTURES, ROOT
-from torchdet_lint.context import LineIndex
-from torchdet_lint.engine import python_ast
+from torchdet_lint.source import LineIndex
+from torchdet_lint.source import python_ast
 from torchdet_lint.positions import LocalPositions, _parent_map
 
 TRICKY = (

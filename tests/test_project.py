@@ -11,9 +11,10 @@ from typing import Dict, List
 from torchdet_lint.config import Settings
 from torchdet_lint.discovery import discover
 from torchdet_lint.engine import check_text
-from torchdet_lint.project import Project
+from torchdet_lint.model.project import Project
+from torchdet_lint.project import build_project
 from torchdet_lint.runner import first_party_names, make_options, run
-from torchdet_lint.summary import empty_summary
+from torchdet_lint.model.scan import empty_summary
 from torchdet_lint.testing import lint_sources, settings_from
 
 PROJECT_CODES = ["TDL001", "TDL002", "TDL003", "TDL302"]
@@ -31,7 +32,7 @@ def _project(tmp_path: Path, sources: Dict[str, str], config=None) -> Project:
     files, _ = discover([str(tmp_path)], tmp_path, cwd=tmp_path)
     options = make_options(settings, first_party_names(files))
     result = run(files, options, jobs=1, project=False)
-    return Project(result.files, files, options)
+    return build_project(result.files, files, options)
 
 
 def _codes(diagnostics) -> List[str]:

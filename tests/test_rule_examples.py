@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchdet_lint.rule import all_rules
+from torchdet_lint.checks import all_rules
 from torchdet_lint.testing import lint_sources
 
 RULES = all_rules()

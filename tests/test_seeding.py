@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchdet_lint.summary import facts
+from torchdet_lint.model.facts import facts
 from torchdet_lint.testing import lint_sources
 
 MAIN = "if __name__ == '__main__':\n"

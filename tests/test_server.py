@@ -16,7 +16,7 @@ from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path, to_fs_path
 
 from torchdet_lint.docs import rule_markdown
-from torchdet_lint.rule import all_rules
+from torchdet_lint.checks import all_rules
 from torchdet_lint.server import FIX_ALL_KIND
 
 TIMEOUT = 30.0
@@ -27,7 +27,8 @@ HAZARD = "torch.backends.cudnn.benchmark = True"
 TEST_RULES = textwrap.dedent(
     '''
     import libcst as cst
-    from torchdet_lint.rule import Applicability, Diagnostic, FixBuilder, ProjectRule, Rule
+    from torchdet_lint.diagnostics import Applicability, Diagnostic, FixBuilder
+    from torchdet_lint.rule import ProjectRule, Rule
 
     class UnsafeExample(Rule):
         """Test rule."""
@@ -57,7 +58,10 @@ TEST_RULES = textwrap.dedent(
                                          name=self.name, message=f"imports {imported}, which imports torch")
     '''
 )
-SERVER_WITH_TEST_RULES = TEST_RULES + "\nimport sys\nfrom torchdet_lint.server import main\nsys.exit(main([]))\n"
+SERVER_WITH_TEST_RULES = TEST_RULES + (
+    "\nimport sys\nfrom torchdet_lint.checks import extra_rules\nfrom torchdet_lint.server import main\n"
+    "with extra_rules(UnsafeExample, ImportsTorchThrough):\n    sys.exit(main([]))\n"
+)
 
 
 def utf16_length(text: str) -> int:

@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Optional
 
 from torchdet_lint import __version__
+from torchdet_lint.data import rules_directory
 
 CACHE_DIR_NAME = ".torchdet_lint_cache"
 _FORMAT = 1  # bump when the pickled result layout changes
 
 
 def _catalog_fingerprint() -> str:
-    from torchdet_lint.data import rules_directory
-
     digest = hashlib.sha256()
     for path in sorted(rules_directory().glob("*.toml")):
         digest.update(path.name.encode())

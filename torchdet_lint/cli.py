@@ -181,9 +181,7 @@ def run_check(args) -> int:
     fixed_count = 0
     fix_failed = False
     if args.fix or args.diff:
-        from torchdet_lint.fixer import fix_run
-
-        from torchdet_lint.fixer import linted_roots
+        from torchdet_lint.fixer import fix_run, linted_roots
 
         report = fix_run(result, files, options, unsafe=unsafe, write=not args.diff, jobs=jobs, roots=linted_roots(paths))
         fixed_count = report.fixed_count
@@ -256,10 +254,11 @@ def _statistics(diagnostics, unsafe: bool, output_format: str) -> str:
 
 
 def _run_stdin(args, settings: Settings, filename: str) -> int:
-    from torchdet_lint.engine import SourceError, decode_source, error_diagnostic, lint_source
+    from torchdet_lint.diagnostics import error_diagnostic
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
-    from torchdet_lint.runner import make_options
+    from torchdet_lint.runner import lint_source, make_options
+    from torchdet_lint.source import SourceError, decode_source
 
     options = make_options(settings)
     _opposing_rules_warning(options.selected)
@@ -275,8 +274,8 @@ def _run_stdin(args, settings: Settings, filename: str) -> int:
 
     module_name, is_package = module_name_for(path, path.parent) if filename != "-" else (None, False)
     result = lint_source(source, path, filename, options, module_name, is_package)
-    from torchdet_lint.project import run_project_rules
     from torchdet_lint.discovery import SourceFile
+    from torchdet_lint.project import run_project_rules
 
     project = run_project_rules([result], [SourceFile(path, filename, True)], options)  # may drop file findings
     diagnostics = result.diagnostics + project
@@ -292,7 +291,7 @@ def _run_stdin(args, settings: Settings, filename: str) -> int:
         if remaining:
             return EXIT_OK if args.exit_zero else EXIT_FOUND
         return EXIT_FOUND if fixed_count and args.exit_non_zero_on_fix else EXIT_OK
-    from torchdet_lint.engine import sort_diagnostics
+    from torchdet_lint.diagnostics import sort_diagnostics
 
     diagnostics = sort_diagnostics(diagnostics)
     context = OutputContext(sources={filename: source}, color=use_color(args.color), unsafe_fixes=unsafe)
@@ -306,8 +305,8 @@ def _run_stdin(args, settings: Settings, filename: str) -> int:
 
 
 def run_rule(argv: Sequence[str]) -> int:
+    from torchdet_lint.checks import all_rules
     from torchdet_lint.docs import rule_markdown, rule_metadata
-    from torchdet_lint.rule import all_rules
 
     parser = _Parser(prog="torchdet-lint rule", description="Show a rule's documentation.")
     parser.add_argument("code")
@@ -324,8 +323,8 @@ def run_rule(argv: Sequence[str]) -> int:
 
 
 def run_rules(argv: Sequence[str]) -> int:
+    from torchdet_lint.checks import all_rules
     from torchdet_lint.docs import rule_metadata, rules_table
-    from torchdet_lint.rule import all_rules
 
     parser = _Parser(prog="torchdet-lint rules", description="List every rule.")
     parser.add_argument("--output-format", choices=("text", "json", "full", "concise"), default="text")

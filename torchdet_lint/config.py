@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
 
@@ -18,7 +18,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from torchdet_lint.rule import ALL_PROFILES, DEFAULT_PROFILE, all_rules
+from torchdet_lint.checks import all_rules
+from torchdet_lint.settings import ALL_PROFILES, Settings
 
 SEED_COVERAGE = ("torch", "random", "numpy", "deterministic", "cudnn")
 _VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)")
@@ -26,30 +27,6 @@ _VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)")
 
 class ConfigError(Exception):
     """A configuration or usage problem; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    select: Optional[Tuple[str, ...]] = None
-    ignore: Tuple[str, ...] = ()
-    extend_select: Tuple[str, ...] = ()
-    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
-    exclude: Tuple[str, ...] = ()
-    extend_exclude: Tuple[str, ...] = ()
-    profile: str = DEFAULT_PROFILE
-    torch_version: Optional[str] = None
-    seed: int = 0
-    seed_functions: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
-    entry_points: Tuple[str, ...] = ()
-    assume_deterministic_mode: bool = False
-    unsafe_fixes: bool = False
-    root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
-    source: Optional[Path] = None  # the pyproject.toml it came from
-
-    def fingerprint(self) -> str:
-        """A stable text of everything that can change a result (for the cache)."""
-        values = {k: v for k, v in self.__dict__.items() if k not in ("source",)}
-        return repr(sorted((k, str(v)) for k, v in values.items()))
 
 
 def _string_list(key: str, value: Any, where: Path) -> Tuple[str, ...]:

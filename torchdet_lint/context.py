@@ -5,52 +5,25 @@ positioned diagnostics and text edits (positions are computed lazily).
 
 from __future__ import annotations
 
-import bisect
 import re
 import sys
-import threading
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from torchdet_lint.diagnostics import Diagnostic, Edit, Fix, FixBuilder
 from torchdet_lint.names import NameResolver, dotted_name
-from torchdet_lint.positions import LocalPositions
-from torchdet_lint.rule import Diagnostic, Edit, Fix, FixBuilder
+from torchdet_lint.positions import LocalPositions, call_with_deep_stack
+from torchdet_lint.settings import Settings
+from torchdet_lint.source import LineIndex, python_ast
 
 if TYPE_CHECKING:  # pragma: no cover
     import ast
 
-    from torchdet_lint.config import Settings
-    from torchdet_lint.rule import Rule
-    from torchdet_lint.summary import FileSummary
-
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _IMPORTS_TORCH_RE = re.compile(r"^[ \t]*(?:from[ \t]+torch\b|import[ \t][^\n#]*\btorch\b)", re.M)
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 _NOT_PARSED = object()
-
-
-class LineIndex:
-    """Converts between (1-based line, 0-based column) and character offsets."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
-
-    def offset(self, line: int, column: int) -> int:
-        if line - 1 >= len(self.starts):
-            return len(self.text)
-        return min(self.starts[line - 1] + column, len(self.text))
-
-    def position(self, offset: int) -> Tuple[int, int]:
-        index = bisect.bisect_right(self.starts, offset) - 1
-        return index + 1, offset - self.starts[index]
-
-    def line_text(self, line: int) -> str:
-        start = self.starts[line - 1]
-        end = self.starts[line] if line < len(self.starts) else len(self.text)
-        return self.text[start:end].rstrip("\r\n")
 
 
 class FileContext:
@@ -59,7 +32,7 @@ class FileContext:
         path: str,
         text: str,
         module: cst.Module,
-        settings: "Settings",
+        settings: Settings,
         torch_version: Tuple[int, int],
         module_name: Optional[str] = None,
         is_package: bool = False,
@@ -77,7 +50,6 @@ class FileContext:
         self.imports_torch = bool(_IMPORTS_TORCH_RE.search(text))
         self.newline = "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
         self.lines = LineIndex(text)
-        self.summary: Optional["FileSummary"] = None
         self._reports: List[tuple] = []
         self._positions = None
         self._names: Dict[int, Optional[str]] = {}
@@ -86,8 +58,6 @@ class FileContext:
     def python_tree(self) -> Optional[ast.Module]:
         """Python's own parse of the file (statement lines, fix anchors), made once; None if it refuses the file."""
         if self._python_tree is _NOT_PARSED:
-            from torchdet_lint.engine import python_ast
-
             try:
                 self._python_tree = python_ast(self.text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -136,8 +106,8 @@ class FileContext:
         return self.lines.offset(line, column), self.lines.offset(end_line, end_column)
 
     # -- reporting ---------------------------------------------------------------
-    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[FixBuilder], extra: Optional[dict] = None) -> None:
-        self._reports.append((rule.code, rule.name, node, message, fix, extra))
+    def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[FixBuilder], extra: Optional[dict] = None) -> None:
+        self._reports.append((code, name, node, message, fix, extra))
 
     def report_at_line(self, code: str, name: str, line: int, column: int, message: str, fix: Optional[FixBuilder] = None) -> None:
         self._reports.append((code, name, (line, column), message, fix, None))
@@ -305,42 +275,6 @@ class FileContext:
         if module.startswith(".") or top in self.first_party:
             return 3
         return 2
-
-
-def call_with_deep_stack(function, *args):
-    """Call `function`; if it recurses too deeply, retry on a thread with a large stack.
-
-    LibCST computes positions and code by recursing over the tree, so a
-    1,000-term sum overflows Python's default recursion limit. Deep files are
-    rare, so the common path pays nothing.
-    """
-    try:
-        return function(*args)
-    except RecursionError:
-        pass
-    outcome: dict = {}
-
-    def target() -> None:
-        previous = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(previous, 200_000))
-        try:
-            outcome["value"] = function(*args)
-        except BaseException as error:  # handed to the calling thread
-            outcome["error"] = error
-        finally:
-            sys.setrecursionlimit(previous)
-
-    previous_size = threading.stack_size()
-    threading.stack_size(512 * 1024 * 1024)
-    try:
-        thread = threading.Thread(target=target, name="torchdet-lint-deep")
-        thread.start()
-    finally:
-        threading.stack_size(previous_size)
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 class _NoFix(Exception):

@@ -1,30 +1,30 @@
-"""The file pass: read, pre-filter, parse once, run every selected file rule in
-one batched traversal, apply suppressions. Also the run over many files.
+"""The file pass over one Python text: pre-filter, parse once, run the name
+resolver, the summary collector and every selected file rule in one batched
+traversal; a file that cannot be parsed is one TDL000 diagnostic.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import fnmatch
 import gc
 import re
-import tokenize
-import warnings
-from itertools import accumulate
 from dataclasses import dataclass, field
-from io import BytesIO
+from itertools import accumulate
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.config import Settings
-from torchdet_lint.rule import Diagnostic, Rule, all_rules
+from torchdet_lint.checks import file_rule_classes
+from torchdet_lint.context import FileContext
+from torchdet_lint.diagnostics import Diagnostic, error_diagnostic
+from torchdet_lint.model.collector import SummaryCollector
+from torchdet_lint.model.scan import empty_summary
+from torchdet_lint.model.summary import FileSummary
+from torchdet_lint.settings import Settings
+from torchdet_lint.source import SourceText, python_ast
+from torchdet_lint.suppressions import apply_suppressions
 from torchdet_lint.traversal import BatchedWalker
-
-PARSE_ERROR_CODE = "TDL000"
-PARSE_ERROR_NAME = "file-not-analysed"
 
 # A file that mentions none of these cannot hold a finding of any file rule,
 # so it is never parsed (the byte scan is far cheaper than a LibCST parse).
@@ -50,64 +50,16 @@ _RELEVANT_RE = re.compile("|".join(re.escape(word) for word in RELEVANT_WORDS))
 # could exhaust the machine. torch's largest source file is 1.4 MB.
 MAX_FILE_BYTES = 5_000_000
 _FILE_NOQA_RE = re.compile(r"^[ \t]*#[ \t]*torchdet-lint:[ \t]*noqa[ \t]*$", re.M | re.I)
-_NOQA_RE = re.compile(r"#[ \t]*noqa(?::[ \t]*(?P<codes>[A-Z]+[0-9]+(?:[ \t]*,?[ \t]*[A-Z]+[0-9]+)*))?", re.I)
-
-
-@dataclass
-class SourceText:
-    text: str
-    encoding: str = "utf-8"
-    bom: bool = False
 
 
 @dataclass
 class FileResult:
     path: str
     diagnostics: List[Diagnostic] = field(default_factory=list)
-    summary: object = None  # FileSummary, for the project phase
+    summary: Optional[FileSummary] = None  # for the project phase
     source: Optional[SourceText] = None
     parsed: bool = False
     from_cache: bool = False
-
-
-class SourceError(Exception):
-    """The file cannot be read or decoded; the message says why."""
-
-
-def decode_source(data: bytes) -> SourceText:
-    """Decode as Python does (BOM, coding cookie), keeping line endings untouched."""
-    try:
-        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
-    except SyntaxError as error:
-        raise SourceError(f"cannot decode: {error}") from None
-    bom = encoding == "utf-8-sig"
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
-        raise SourceError(f"cannot decode as {encoding}: {error}") from None
-    return SourceText(text, "utf-8" if bom else encoding, bom)
-
-
-def encode_source(source: SourceText, text: str) -> bytes:
-    data = text.encode(source.encoding)
-    return (b"\xef\xbb\xbf" + data) if source.bom else data
-
-
-def read_source(path: Path) -> SourceText:
-    return decode_source(read_bytes(path))
-
-
-def error_diagnostic(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
-    return Diagnostic(
-        path=path,
-        line=line,
-        column=column,
-        end_line=line,
-        end_column=column,
-        code=PARSE_ERROR_CODE,
-        name=PARSE_ERROR_NAME,
-        message=message,
-    )
 
 
 @dataclass(frozen=True)
@@ -118,10 +70,6 @@ class RunOptions:
     selected: frozenset
     torch_version: Tuple[int, int]
     first_party: frozenset = frozenset()
-
-
-def file_rule_classes(selected: frozenset) -> List[type]:
-    return [rule for code, rule in all_rules().items() if code in selected and issubclass(rule, Rule)]
 
 
 # Deep nesting crashes LibCST's native parser (a stack overflow kills the
@@ -144,13 +92,6 @@ def _may_nest_deeply(text: str) -> bool:
         return True
     brackets = _NOT_BRACKETS_RE.sub("", text)
     return bool(brackets) and max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > _MAX_SAFE_DEPTH
-
-
-def python_ast(text: str, filename: str = "<source>") -> ast.Module:
-    """Python's own parse of a source, without the SyntaxWarnings it would print for the user's code."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return compile(text, filename, "exec", ast.PyCF_ONLY_AST)
 
 
 class UnsafeToParse(Exception):
@@ -218,8 +159,6 @@ def check_text(
     is_package: bool = False,
 ) -> FileResult:
     """Lint one decoded source text (without suppressions applied)."""
-    from torchdet_lint.summary import empty_summary
-
     result = FileResult(display)
     if _FILE_NOQA_RE.search(text):
         return result
@@ -248,9 +187,6 @@ def _check_parsed(
     is_package: bool,
     result: FileResult,
 ) -> FileResult:
-    from torchdet_lint.context import FileContext
-    from torchdet_lint.summary import SummaryCollector
-
     try:
         module = parse(text)
     except cst.ParserSyntaxError as error:
@@ -282,56 +218,12 @@ def _check_parsed(
     except RecursionError:
         result.diagnostics = [error_diagnostic(display, "not analysed: the file is nested too deeply to analyse")]
         return result
-    result.summary = context.summary
+    result.summary = collector.summary
     result.parsed = True
     return result
 
 
-def apply_suppressions(diagnostics: List[Diagnostic], text: str, settings: Settings, path: Path) -> List[Diagnostic]:
-    """Drop diagnostics silenced by `# noqa` on their line or by `per-file-ignores`."""
-    ignored = per_file_ignored_codes(settings, path)
-    if not diagnostics:
-        return diagnostics
-    from torchdet_lint.context import LineIndex
-
-    lines = LineIndex(text) if "noqa" in text.lower() else None
-    kept = []
-    for diagnostic in diagnostics:
-        if diagnostic.code != PARSE_ERROR_CODE and any(diagnostic.code.startswith(prefix) for prefix in ignored):
-            continue
-        if lines is not None and diagnostic.code != PARSE_ERROR_CODE:
-            line_number, _ = lines.position(diagnostic.start_offset)
-            if noqa_suppresses(lines.line_text(line_number), diagnostic.code):
-                continue
-        kept.append(diagnostic)
-    return kept
-
-
-def noqa_suppresses(line: str, code: str) -> bool:
-    for match in _NOQA_RE.finditer(line):
-        codes = match.group("codes")
-        if codes is None:
-            return True
-        if code in {c.upper() for c in re.split(r"[\s,]+", codes) if c}:
-            return True
-    return False
-
-
-def per_file_ignored_codes(settings: Settings, path: Path) -> Tuple[str, ...]:
-    if not settings.per_file_ignores:
-        return ()
-    try:
-        relative = path.resolve().relative_to(settings.root).as_posix()
-    except ValueError:
-        relative = path.as_posix()
-    codes: List[str] = []
-    for pattern, pattern_codes in settings.per_file_ignores:
-        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern):
-            codes.extend(pattern_codes)
-    return tuple(codes)
-
-
-def lint_source(
+def lint_python(
     source: SourceText,
     path: Path,
     display: str,
@@ -339,62 +231,8 @@ def lint_source(
     module_name: Optional[str] = None,
     is_package: bool = False,
 ) -> FileResult:
-    """Lint a decoded file (a notebook or Python source), suppressions applied."""
-    if path.suffix == ".ipynb":
-        from torchdet_lint.notebook import lint_notebook
-
-        return lint_notebook(source, path, display, options)
+    """Lint a decoded Python source, suppressions applied."""
     result = check_text(source.text, display, options, module_name, is_package)
     result.source = source
     result.diagnostics = apply_suppressions(result.diagnostics, source.text, options.settings, path)
     return result
-
-
-def read_bytes(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except OSError as error:
-        raise SourceError(f"cannot read: {error.strerror or error}") from None
-
-
-def lint_path(
-    path: Path,
-    display: str,
-    options: RunOptions,
-    module_name: Optional[str] = None,
-    is_package: bool = False,
-    cache=None,
-) -> FileResult:
-    """Lint one file from disk, through the cache when one is given."""
-    try:
-        data = read_bytes(path)
-    except SourceError as error:
-        return FileResult(display, [error_diagnostic(display, str(error))])
-    key = cache.key(data, path, module_name) if cache is not None else None
-    if key is not None:
-        cached = cache.load(key)
-        if cached is not None:
-            try:
-                cached.source = decode_source(data)
-            except SourceError:
-                cached.source = None
-            cached.from_cache = True
-            return cached
-    try:
-        source = decode_source(data)
-    except SourceError as error:
-        result = FileResult(display, [error_diagnostic(display, str(error))])
-    else:
-        result = lint_source(source, path, display, options, module_name, is_package)
-    if key is not None:
-        source, result.source = result.source, None
-        cache.store(key, result)
-        result.source = source
-    return result
-
-
-def sort_diagnostics(diagnostics: Sequence[Diagnostic]) -> List[Diagnostic]:
-    return sorted(diagnostics, key=Diagnostic.sort_key)

@@ -17,16 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from torchdet_lint.engine import (
+from torchdet_lint.diagnostics import (
     PARSE_ERROR_CODE,
-    FileResult,
-    RunOptions,
-    SourceText,
-    encode_source,
-    lint_source,
+    Applicability,
+    Diagnostic,
+    Edit,
+    Fix,
     sort_diagnostics,
 )
-from torchdet_lint.rule import Applicability, Diagnostic, Edit, Fix
+from torchdet_lint.discovery import SourceFile
+from torchdet_lint.engine import FileResult, RunOptions
+from torchdet_lint.project import run_project_rules
+from torchdet_lint.runner import RunResult, lint_source, module_name_for
+from torchdet_lint.source import SourceText, encode_source
 
 # Ruff's bound: fixes that keep producing new fixes are a bug in a rule, and
 # a run must end anyway.
@@ -313,8 +316,6 @@ class _FixSession:
             self.states[file.display] = state
 
     def project_diagnostics(self) -> List[Diagnostic]:
-        from torchdet_lint.project import run_project_rules
-
         return run_project_rules([self.results[path] for path in self.order], self.files, self.options)
 
     def run(self, diagnostics: List[Diagnostic]) -> List[Diagnostic]:
@@ -395,8 +396,6 @@ class _FixSession:
         state.done = True
 
     def _relint(self, changed: Sequence[FileFixState]) -> List[Diagnostic]:
-        from torchdet_lint.runner import module_name_for
-
         tasks = []
         for state in changed:
             if state.done and state.error is not None:
@@ -430,8 +429,6 @@ class _FixSession:
         return [state.error for _, state in sorted(self.states.items()) if state.error]
 
     def run_result(self, diagnostics: List[Diagnostic]):
-        from torchdet_lint.runner import RunResult
-
         return RunResult([self.results[path] for path in self.order], diagnostics)
 
 
@@ -518,9 +515,6 @@ def fix_text(
     A fix that breaks the file leaves the source as it was; the reason goes
     to `on_error` (standard error by default).
     """
-    from torchdet_lint.discovery import SourceFile
-    from torchdet_lint.runner import module_name_for
-
     module_name, is_package = module_name_for(path, path.parent) if display != "-" else (None, False)
     file = SourceFile(path, display, True)
     first = lint_source(source, path, display, options, module_name, is_package)

@@ -15,9 +15,19 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from torchdet_lint import __version__
-from torchdet_lint.config import ConfigError, Settings, find_config, load_config_file, with_overrides
+from torchdet_lint.config import (
+    ConfigError,
+    Settings,
+    find_config,
+    load_config_file,
+    with_overrides,
+)
+from torchdet_lint.diagnostics import error_diagnostic, sort_diagnostics
 from torchdet_lint.discovery import SourceFile
-from torchdet_lint.engine import RunOptions, SourceText, error_diagnostic, lint_source, sort_diagnostics
+from torchdet_lint.engine import RunOptions
+from torchdet_lint.project import run_project_rules
+from torchdet_lint.runner import lint_source, make_options, module_name_for
+from torchdet_lint.source import SourceText
 
 _STDIN_NAMES = ("stdin", "-")
 
@@ -78,8 +88,6 @@ class Flake8Plugin:
     @classmethod
     def run_options(cls, path: Path) -> RunOptions:
         """The run options for a file: its nearest config with flake8's overrides (cached per config)."""
-        from torchdet_lint.runner import make_options
-
         config = find_config(path.parent)
         if config not in cls._options:
             try:
@@ -100,9 +108,6 @@ class Flake8Plugin:
         return found
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        from torchdet_lint.project import run_project_rules
-        from torchdet_lint.runner import module_name_for
-
         path = Path.cwd() / "stdin.py" if self.filename in _STDIN_NAMES else Path(self.filename).resolve()
         try:
             options = self.run_options(path)

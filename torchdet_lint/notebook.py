@@ -1,6 +1,7 @@
-"""Jupyter notebooks: the code cells joined into one Python text (IPython magics
-neutralised to same-length Python so positions hold), diagnostics placed back
-into cells, and fixes written back touching nothing but the edited cell sources.
+"""Jupyter notebooks, a layer around the file pass: the code cells joined into
+one Python text (IPython magics neutralised to same-length Python so positions
+hold) go through the file pass, diagnostics are placed back into cells, and
+fixes are written back touching nothing but the edited cell sources.
 
 Positions: `Diagnostic.cell` is the 1-based cell number over ALL cells (as
 Jupyter shows them, markdown included), `line` the line within that cell.
@@ -21,8 +22,10 @@ from json.decoder import scanstring
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from torchdet_lint.engine import FileResult, RunOptions, SourceText, apply_suppressions, check_text, error_diagnostic
-from torchdet_lint.rule import Diagnostic, Edit
+from torchdet_lint.diagnostics import Diagnostic, Edit, error_diagnostic
+from torchdet_lint.engine import FileResult, RunOptions, check_text
+from torchdet_lint.source import SourceText
+from torchdet_lint.suppressions import apply_suppressions
 
 # Cell magics whose body is Python run in the notebook: the body is linted.
 # Any other cell magic (%%bash, %%writefile, %%html, ...) makes the cell opaque.

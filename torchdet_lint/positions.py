@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+from libcst.metadata import (
+    MetadataWrapper,
+    PositionProvider,
+    WhitespaceInclusivePositionProvider,
+)
 
-from torchdet_lint.traversal import child_fields
-from torchdet_lint.traversal import kept_node_types
+from torchdet_lint.traversal import child_fields, kept_node_types
 
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 Range = Tuple[int, int, int, int]  # line (1-based), column (0-based), end line, end column
@@ -100,8 +105,6 @@ class LocalPositions:
 
     # -- the fallback: LibCST over the whole module ---------------------------------
     def _whole_range(self, node: cst.CSTNode, provider) -> Range:
-        from torchdet_lint.context import call_with_deep_stack
-
         if provider not in self._whole:
             self._whole[provider] = call_with_deep_stack(MetadataWrapper(self.module, unsafe_skip_copy=True).resolve, provider)
         code_range = self._whole[provider][node]
@@ -195,3 +198,39 @@ class LocalPositions:
         if not real_text.endswith(mini_text):
             raise _Unmappable()
         return line, mini_column + len(real_text) - len(mini_text)
+
+
+def call_with_deep_stack(function, *args):
+    """Call `function`; if it recurses too deeply, retry on a thread with a large stack.
+
+    LibCST computes positions and code by recursing over the tree, so a
+    1,000-term sum overflows Python's default recursion limit. Deep files are
+    rare, so the common path pays nothing.
+    """
+    try:
+        return function(*args)
+    except RecursionError:
+        pass
+    outcome: dict = {}
+
+    def target() -> None:
+        previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(previous, 200_000))
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as error:  # handed to the calling thread
+            outcome["error"] = error
+        finally:
+            sys.setrecursionlimit(previous)
+
+    previous_size = threading.stack_size()
+    threading.stack_size(512 * 1024 * 1024)
+    try:
+        thread = threading.Thread(target=target, name="torchdet-lint-deep")
+        thread.start()
+    finally:
+        threading.stack_size(previous_size)
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -1,5 +1,6 @@
-"""One whole run: settings per file, the file pass (in parallel when asked),
-the project phase, and the sorted diagnostics.
+"""One whole run: each file linted by kind (Python or notebook) through the
+cache, the file pass in parallel when asked, the project phase, and the
+sorted diagnostics.
 """
 
 from __future__ import annotations
@@ -11,10 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from torchdet_lint.cache import Cache
+from torchdet_lint.catalog import newest_version
 from torchdet_lint.config import Settings, selected_codes, target_torch_version
+from torchdet_lint.diagnostics import Diagnostic, error_diagnostic, sort_diagnostics
 from torchdet_lint.discovery import SourceFile
-from torchdet_lint.engine import FileResult, RunOptions, lint_path, sort_diagnostics
-from torchdet_lint.rule import Diagnostic
+from torchdet_lint.engine import FileResult, RunOptions, lint_python
+from torchdet_lint.notebook import lint_notebook
+from torchdet_lint.project import run_project_rules
+from torchdet_lint.source import SourceError, SourceText, decode_source, read_bytes
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -30,19 +36,11 @@ class RunResult:
         return {f.path: f.source for f in self.files if f.source is not None}
 
 
-def newest_catalog_version() -> Tuple[int, int]:
-    try:
-        from torchdet_lint.catalog import newest_version
-    except ImportError:  # pragma: no cover - the catalog ships with the package
-        return (2, 14)
-    return newest_version()
-
-
 def make_options(settings: Settings, first_party: frozenset = frozenset()) -> RunOptions:
     return RunOptions(
         settings=settings,
         selected=selected_codes(settings),
-        torch_version=target_torch_version(settings, newest_catalog_version()),
+        torch_version=target_torch_version(settings, newest_version()),
         first_party=first_party,
     )
 
@@ -69,6 +67,56 @@ def first_party_names(files: Sequence[SourceFile]) -> frozenset:
         if name:
             names.add(name.split(".")[0])
     return frozenset(names)
+
+
+def lint_source(
+    source: SourceText,
+    path: Path,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str] = None,
+    is_package: bool = False,
+) -> FileResult:
+    """Lint a decoded file (a notebook or Python source), suppressions applied."""
+    if path.suffix == ".ipynb":
+        return lint_notebook(source, path, display, options)
+    return lint_python(source, path, display, options, module_name, is_package)
+
+
+def lint_path(
+    path: Path,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str] = None,
+    is_package: bool = False,
+    cache=None,
+) -> FileResult:
+    """Lint one file from disk, through the cache when one is given."""
+    try:
+        data = read_bytes(path)
+    except SourceError as error:
+        return FileResult(display, [error_diagnostic(display, str(error))])
+    key = cache.key(data, path, module_name) if cache is not None else None
+    if key is not None:
+        cached = cache.load(key)
+        if cached is not None:
+            try:
+                cached.source = decode_source(data)
+            except SourceError:
+                cached.source = None
+            cached.from_cache = True
+            return cached
+    try:
+        source = decode_source(data)
+    except SourceError as error:
+        result = FileResult(display, [error_diagnostic(display, str(error))])
+    else:
+        result = lint_source(source, path, display, options, module_name, is_package)
+    if key is not None:
+        source, result.source = result.source, None
+        cache.store(key, result)
+        result.source = source
+    return result
 
 
 def _size(path: Path) -> int:
@@ -105,11 +153,7 @@ def run(
     progress: bool = False,
     cache_root: Optional[Path] = None,
 ) -> RunResult:
-    cache = None
-    if use_cache:
-        from torchdet_lint.cache import Cache
-
-        cache = Cache(cache_root or options.settings.root, options)
+    cache = Cache(cache_root or options.settings.root, options) if use_cache else None
     tasks = []
     for file in files:
         module_name, is_package = module_name_for(file.path, file.path.parent)
@@ -143,8 +187,6 @@ def run(
     started = time.perf_counter()
     project_diagnostics: List[Diagnostic] = []
     if project:
-        from torchdet_lint.project import run_project_rules
-
         # Before collecting the file findings: the project phase may drop some (TDL201).
         project_diagnostics = run_project_rules(results, files, options)
     diagnostics = [d for result in results for d in result.diagnostics] + project_diagnostics

@@ -32,21 +32,34 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from torchdet_lint import __version__
-from torchdet_lint.config import ConfigError, Settings, find_config, load_config_file, validate_selectors
-from torchdet_lint.context import LineIndex
-from torchdet_lint.discovery import SourceFile, discover, display_path
-from torchdet_lint.engine import (
-    PARSE_ERROR_CODE,
-    FileResult,
-    RunOptions,
-    SourceError,
-    SourceText,
-    apply_suppressions,
-    check_text,
-    error_diagnostic,
-    read_source,
+from torchdet_lint.checks import all_rules
+from torchdet_lint.config import (
+    ConfigError,
+    Settings,
+    find_config,
+    load_config_file,
+    validate_selectors,
 )
-from torchdet_lint.rule import Applicability, Diagnostic, Edit, all_rules
+from torchdet_lint.diagnostics import (
+    PARSE_ERROR_CODE,
+    Applicability,
+    Diagnostic,
+    Edit,
+    error_diagnostic,
+)
+from torchdet_lint.discovery import SourceFile, discover, display_path
+from torchdet_lint.engine import FileResult, RunOptions, check_text
+from torchdet_lint.fixer import apply_fixes
+from torchdet_lint.project import run_project_rules
+from torchdet_lint.runner import (
+    first_party_names,
+    lint_path,
+    lint_source,
+    make_options,
+    module_name_for,
+)
+from torchdet_lint.source import LineIndex, SourceError, SourceText, read_source
+from torchdet_lint.suppressions import apply_suppressions
 
 logger = logging.getLogger(__name__)
 
@@ -84,9 +97,6 @@ class WorkspaceIndex:
 
     def build(self) -> None:
         """Lint every file of the folder once (run in a worker thread)."""
-        from torchdet_lint.engine import lint_path
-        from torchdet_lint.runner import first_party_names, make_options, module_name_for
-
         settings = _settings_near(self.root) or Settings(root=self.root)
         files, _ = discover([str(self.root)], settings.root, exclude=settings.exclude + settings.extend_exclude, cwd=self.root)
         if len(files) > MAX_INDEXED_FILES:
@@ -134,9 +144,6 @@ class WorkspaceIndex:
                 return
         else:
             source = SourceText(text)
-        from torchdet_lint.engine import lint_source
-        from torchdet_lint.runner import module_name_for
-
         module_name, is_package = module_name_for(path, path.parent)
         self.files[display] = SourceFile(path, display, False)
         self.results[display] = lint_source(source, path, display, options, module_name, is_package)
@@ -291,9 +298,6 @@ class TorchdetLanguageServer(LanguageServer):
         return self.current(uri)
 
     def _diagnostics(self, buffer: Buffer) -> List[Diagnostic]:
-        from torchdet_lint.project import run_project_rules
-        from torchdet_lint.runner import first_party_names, make_options, module_name_for
-
         path = buffer.path
         settings = self.settings_for(path)
         own_file = SourceFile(path, buffer.display, True)
@@ -479,8 +483,6 @@ class TorchdetLanguageServer(LanguageServer):
         """One edit turning the buffer into its text with every safe fix applied."""
         if not any(d.fix is not None and d.fix.applicability is Applicability.SAFE for d in buffer.diagnostics):
             return None
-        from torchdet_lint.fixer import apply_fixes
-
         text = buffer.text
         diagnostics = buffer.diagnostics
         for _ in range(MAX_FIX_ROUNDS):
@@ -543,8 +545,6 @@ class TorchdetLanguageServer(LanguageServer):
         self.schedule_all()
 
     def buffers_options(self, path: Path) -> Optional[RunOptions]:
-        from torchdet_lint.runner import make_options
-
         index = self.index_for(path)
         try:
             return make_options(self.settings_for(path), index.first_party if index else frozenset())

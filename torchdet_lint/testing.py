@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from torchdet_lint.config import Settings
+from torchdet_lint.diagnostics import Diagnostic
 from torchdet_lint.discovery import discover
-from torchdet_lint.rule import Diagnostic
 from torchdet_lint.runner import RunResult, first_party_names, make_options, run
 
 _HEADER_RE = re.compile(r"^#\s*fixture:\s*(\{.*\})\s*$", re.M)

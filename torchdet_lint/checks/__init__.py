@@ -1,8 +1,75 @@
-"""The rule families; importing this package registers every rule."""
+"""The rule families and the registry of their rules.
 
-import importlib
+Each family is a module (or a package, one module per rule) of `Rule` /
+`ProjectRule` classes; a rule is registered by being defined in a family
+listed here. A duplicate code fails at import.
+"""
 
-FAMILIES = ("switches", "ops", "seeding", "dataloader", "performance", "determinism")
+from __future__ import annotations
 
-for _family in FAMILIES:
-    importlib.import_module(f"{__name__}.{_family}")
+import contextlib
+from typing import Dict, Iterator, List, Optional, Type
+
+from torchdet_lint.checks import (
+    dataloader,
+    determinism,
+    ops,
+    performance,
+    seeding,
+    switches,
+)
+from torchdet_lint.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
+
+FAMILIES = (switches, ops, seeding, dataloader, performance, determinism)
+
+
+def _family_rules(family) -> List[Type[BaseRule]]:
+    """The rules a family defines (its own classes, not ones it imports from another family)."""
+    found = []
+    for value in vars(family).values():
+        if isinstance(value, type) and issubclass(value, BaseRule) and value.is_rule():
+            if value.__module__.startswith(family.__name__):
+                found.append(value)
+    return found
+
+
+def _registry(extra: List[Type[BaseRule]]) -> Dict[str, Type[BaseRule]]:
+    registry: Dict[str, Type[BaseRule]] = {}
+    for rule in [rule for family in FAMILIES for rule in _family_rules(family)] + extra:
+        known = registry.get(rule.code)
+        if known is not None and known is not rule:
+            raise RuleRegistryError(f"duplicate rule code {rule.code}: {known.__name__} and {rule.__name__}")
+        registry[rule.code] = rule
+    return dict(sorted(registry.items()))
+
+
+_RULES = _registry([])
+
+
+def all_rules() -> Dict[str, Type[BaseRule]]:
+    """Every rule by code, sorted."""
+    return _RULES
+
+
+def get_rule(code: str) -> Optional[Type[BaseRule]]:
+    return _RULES.get(code)
+
+
+def file_rule_classes(selected: frozenset) -> List[Type[Rule]]:
+    return [rule for code, rule in _RULES.items() if code in selected and issubclass(rule, Rule)]
+
+
+def project_rule_classes(selected: frozenset) -> List[Type[ProjectRule]]:
+    return [rule for code, rule in _RULES.items() if code in selected and issubclass(rule, ProjectRule)]
+
+
+@contextlib.contextmanager
+def extra_rules(*rules: Type[BaseRule]) -> Iterator[None]:
+    """Rules registered for the duration of a block (tests of the engine with made-up rules)."""
+    global _RULES
+    previous = _RULES
+    _RULES = _registry([*previous.values(), *rules])
+    try:
+        yield
+    finally:
+        _RULES = previous

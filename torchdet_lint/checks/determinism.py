@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from torchdet_lint.checks.seeding import Insertion
-from torchdet_lint.project import Project
-from torchdet_lint.rule import Diagnostic, FixAvailability, ProjectRule
+from torchdet_lint.checks.insertions import Insertion
+from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.model.project import Project
+from torchdet_lint.rule import FixAvailability, ProjectRule
 
 
 class DeterministicModeNotEnabled(ProjectRule):

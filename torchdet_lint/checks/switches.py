@@ -9,8 +9,9 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import NOT_LITERAL, arg_value, find_arg, literal
-from torchdet_lint.rule import Applicability, FixAvailability, FixBuilder, Rule
+from torchdet_lint.rule import FixAvailability, Rule
 
 CUDNN = "torch.backends.cudnn"
 BENCHMARK = CUDNN + ".benchmark"

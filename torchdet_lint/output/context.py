@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from torchdet_lint.context import LineIndex
+from torchdet_lint.source import LineIndex
 
 
 @dataclass

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from torchdet_lint import __version__
-from torchdet_lint.rule import all_rules
+from torchdet_lint.checks import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/torchdet-lint/torchdet-lint"

@@ -1,0 +1,187 @@
+"""The package's layers, read from every module's imports with `ast` (lazy and
+`TYPE_CHECKING` imports included): no import cycle, and imports point down
+only, as the README's "Architecture" section draws it.
+
+    faces (cli, server, flake8_plugin, __main__, docs, testing)
+      -> engine (file pass, notebook layer, runner, project phase, fixer, cache, discovery, config)
+      -> rules (checks/)
+      -> model (model/: summaries, module graph, entry points, reach)
+      -> core (diagnostics, rule base, settings, source, names, catalog, operations, context, ...)
+    faces -> output/ -> core (and the rule registry, for SARIF's rule metadata)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "torchdet_lint"
+NAME = "torchdet_lint"
+
+LAYERS = {
+    "core": {
+        NAME, "diagnostics", "rule", "settings", "source", "names", "data", "startup", "catalog", "operations",
+        "context", "positions", "traversal", "_node_fields",
+    },
+    "engine": {"engine", "suppressions", "notebook", "runner", "project", "fixer", "cache", "discovery", "config", "workspace"},
+    "faces": {"cli", "server", "flake8_plugin", "__main__", "docs", "testing", "report"},
+}
+# What each layer may import (besides itself).
+ALLOWED = {
+    "core": set(),
+    "model": {"core"},
+    "rules": {"core", "model"},
+    "output": {"core", "rules"},
+    "engine": {"core", "model", "rules"},
+    "faces": {"core", "model", "rules", "output", "engine"},
+}
+
+
+def _modules() -> Dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> Set[str]:
+    """Every first-party module `name` imports, anywhere in its body (functions and
+    `if TYPE_CHECKING:` blocks included); `from package import module` counts the module."""
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]  # `import a.b.c` of a module a.b, or a name in it
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def layer_of(module: str) -> str:
+    relative = module[len(NAME) + 1 :] if module != NAME else NAME
+    head = relative.split(".")[0]
+    if head == "model":
+        return "model"
+    if head == "checks":
+        return "rules"
+    if head == "output":
+        return "output"
+    for layer, members in LAYERS.items():
+        if relative in members or head in members:
+            return layer
+    raise AssertionError(f"{module} is in no layer: add it to the README's architecture and to LAYERS")
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph[node]):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_reader_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torchdet_lint.engine import FileResult\n"
+        "def f():\n    import torchdet_lint.fixer\n    from torchdet_lint import cli\n",
+        encoding="utf-8",
+    )
+    assert _imports(f"{NAME}.sample", sample) == {f"{NAME}.engine", f"{NAME}.fixer", f"{NAME}.cli", NAME}
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    assert _cycles(GRAPH) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down_only(module: str) -> None:
+    layer = layer_of(module)
+    upward = sorted(i for i in GRAPH[module] if layer_of(i) != layer and layer_of(i) not in ALLOWED[layer])
+    assert upward == [], f"{module} ({layer}) imports a higher layer: {upward}"
+
+
+def test_no_rule_module_imports_the_engine_a_face_or_output() -> None:
+    forbidden = LAYERS["engine"] | LAYERS["faces"]
+    for module, imports in GRAPH.items():
+        if layer_of(module) != "rules":
+            continue
+        for imported in imports:
+            relative = imported[len(NAME) + 1 :]
+            assert relative.split(".")[0] not in forbidden | {"output"}, f"{module} imports {imported}"
+
+
+@pytest.mark.parametrize("module", ["rule", "names", "catalog"])
+def test_the_rule_base_names_and_catalog_import_no_rule(module: str) -> None:
+    imports = GRAPH[f"{NAME}.{module}"]
+    assert not any(layer_of(i) == "rules" for i in imports), imports
+
+
+def test_the_project_model_imports_nothing_from_the_engine() -> None:
+    for module, imports in GRAPH.items():
+        if layer_of(module) == "model":
+            assert not any(layer_of(i) in ("engine", "faces", "output") for i in imports), (module, imports)
+
+
+def test_the_registry_lives_with_the_rules() -> None:
+    from torchdet_lint import checks, rule
+
+    assert hasattr(checks, "all_rules") and not hasattr(rule, "all_rules")
+    families = {family.__name__ for family in checks.FAMILIES}
+    assert all(r.__module__.startswith(tuple(families)) for r in checks.all_rules().values())

@@ -1,0 +1,77 @@
+"""TDL101 `dataloader-without-generator`: a shuffling DataLoader without `generator=`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.model.facts import DATALOADER, loader_shuffles
+from torchdet_lint.names import arg_value, find_arg
+from torchdet_lint.rule import FixAvailability, Rule
+
+
+class DataLoaderWithoutGenerator(Rule):
+    """
+    ## Why is this bad?
+    A shuffling `DataLoader` without `generator=` draws its order (and the
+    base seed of its workers) from the global torch generator. The order then
+    depends on everything else that used that generator before: adding a
+    dropout layer, an augmentation or an evaluation pass changes the order of
+    the training data, and without any seed it changes on every run.
+
+    The loader shuffles when `shuffle=` is anything but a literal `False` or
+    `None`, or when `sampler=` is a `RandomSampler`, `SubsetRandomSampler` or
+    `WeightedRandomSampler` built inline without `generator=` (a sampler built
+    elsewhere is TDL104's).
+
+    ## Fix safety
+    Safe: the fix adds `generator=torch.Generator().manual_seed(torch.initial_seed())`
+    (to the inline sampler when the sampler shuffles), which ties the order to
+    the program's seed: the same seed gives the same order, another seed
+    another order, whatever else draws from the global generator. It adds
+    `import torch` when needed.
+
+    ## Known problems
+    Arguments passed through `**kwargs` are not seen: such a loader is not
+    reported.
+
+    ## Options
+    None.
+
+    ## References
+    - PyTorch, Reproducibility, "DataLoader": <https://pytorch.org/docs/stable/notes/randomness.html#dataloader>
+    - `torch.utils.data.DataLoader`: <https://pytorch.org/docs/stable/data.html>
+    """
+
+    code = "TDL101"
+    name = "dataloader-without-generator"
+    summary = "a shuffling DataLoader has no `generator=`: its order depends on every other use of the global RNG"
+    fix_availability = FixAvailability.SAFE
+    bad = (
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n",
+        "from torch.utils.data import DataLoader, RandomSampler\nloader = DataLoader(ds, sampler=RandomSampler(ds))\n",
+    )
+    good = (
+        "import torch\nfrom torch.utils.data import DataLoader\ng = torch.Generator().manual_seed(0)\nloader = DataLoader(ds, shuffle=True, generator=g)\n",
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=False)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.context.call_name(node) != DATALOADER or any(arg.star == "**" for arg in node.args):
+            return
+        how = loader_shuffles(node, self.context.call_name)
+        if how is None or find_arg(node, "generator") is not None:
+            return
+        if how == "shuffle":
+            self.report(
+                node,
+                "this shuffling DataLoader has no `generator=`: its order comes from the global torch RNG and changes with every other use of it",
+                generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+            )
+        else:
+            sampler = arg_value(node, "sampler", 3)
+            self.report(
+                node,
+                "the random sampler of this DataLoader has no `generator=`: its order comes from the global torch RNG",
+                generator_fix(self, sampler, "Give the sampler `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+            )

@@ -1,0 +1,76 @@
+"""TDL104 `unseeded-random-split`: a random split or sampler without `generator=`."""
+
+from __future__ import annotations
+
+from typing import Set
+
+import libcst as cst
+
+from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.model.facts import DATALOADER, GENERATOR_POSITION, RANDOM_SAMPLERS
+from torchdet_lint.names import arg_value
+from torchdet_lint.rule import FixAvailability, Rule
+
+
+class UnseededRandomSplit(Rule):
+    """
+    ## Why is this bad?
+    `random_split`, `RandomSampler`, `SubsetRandomSampler` and
+    `WeightedRandomSampler` without `generator=` draw from the global torch
+    generator: the split or the order changes with every other use of it
+    (and on every run without a seed). A train/validation split that moves
+    between runs also leaks validation data into training across runs.
+
+    A sampler written inline in `DataLoader(sampler=...)` is TDL101's.
+
+    ## Fix safety
+    Safe: adds `generator=torch.Generator().manual_seed(torch.initial_seed())`
+    (and `import torch` when needed), tying the split to the program's seed.
+
+    ## Known problems
+    A generator passed through `**kwargs` is not seen; such a call is not
+    reported.
+
+    ## Options
+    None.
+
+    ## References
+    - `torch.utils.data.random_split`: <https://pytorch.org/docs/stable/data.html#torch.utils.data.random_split>
+    """
+
+    code = "TDL104"
+    name = "unseeded-random-split"
+    summary = "a random split or sampler without `generator=` draws from the global RNG"
+    fix_availability = FixAvailability.SAFE
+    bad = (
+        "from torch.utils.data import random_split\ntrain, val = random_split(ds, [0.8, 0.2])\n",
+        "from torch.utils.data import RandomSampler\nsampler = RandomSampler(ds)\n",
+    )
+    good = (
+        "import torch\nfrom torch.utils.data import random_split\ntrain, val = random_split(ds, [0.8, 0.2], generator=torch.Generator().manual_seed(0))\n",
+        "from torch.utils.data import DataLoader, RandomSampler\nloader = DataLoader(ds, sampler=RandomSampler(ds))\n",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.inline_samplers: Set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.context.call_name(node)
+        if name == DATALOADER:
+            sampler = arg_value(node, "sampler", 3)
+            if sampler is not None:
+                self.inline_samplers.add(id(sampler))
+            return
+        if name not in RANDOM_SAMPLERS and name != "torch.utils.data.random_split":
+            return
+        if id(node) in self.inline_samplers or any(arg.star == "**" for arg in node.args):
+            return
+        if arg_value(node, "generator", GENERATOR_POSITION[name]) is not None:
+            return
+        what = name.rsplit(".", 1)[-1]
+        self.report(
+            node,
+            f"`{what}` without `generator=` draws from the global torch RNG: the result changes with every other use of it",
+            generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+        )

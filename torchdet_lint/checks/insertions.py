@@ -1,0 +1,120 @@
+"""Edits at precomputed anchors, for the project rules' fixes (the project phase
+has no CST): lines inserted at an entry point's start, an import where isort
+would put it, insertions merged per offset.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from torchdet_lint.diagnostics import Applicability, Edit, Fix
+from torchdet_lint.model.project import EntryPoint, Project, Reach
+from torchdet_lint.model.summary import MODULE_KEY, RNG_KINDS, FileSummary, FixAnchors
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
+
+
+def import_section(module: str, first_party: frozenset) -> int:
+    top = module.split(".")[0]
+    if top == "__future__":
+        return 0
+    if top in _STDLIB:
+        return 1
+    if module.startswith(".") or top in first_party:
+        return 3
+    return 2
+
+
+def import_edit(anchors: FixAnchors, line: str, module: str, first_party: frozenset) -> Edit:
+    """An edit adding the import line where isort would put it among the header imports."""
+    section = import_section(module, first_party)
+    key = (0 if line.startswith("import ") else 1, module.lower())
+    after_same = None
+    for header in anchors.header_imports:
+        if header.module == "__future__":
+            continue
+        other = import_section(header.module, first_party)
+        if other == section:
+            if (1 if header.is_from else 0, header.module.lower()) > key:
+                return Edit(header.start, header.start, line + "\n")
+            after_same = header
+        elif other > section:
+            if after_same is not None:
+                break
+            return Edit(header.start, header.start, line + "\n")
+    if after_same is not None:
+        return Edit(after_same.end, after_same.end, line + "\n")
+    prefix = "\n" if anchors.after_imports_eof else ""
+    return Edit(anchors.after_imports, anchors.after_imports, prefix + line + "\n")
+
+
+def merge_edits(edits: Sequence[Edit]) -> Tuple[Edit, ...]:
+    """Sorted edits, insertions at one offset joined in their given order."""
+    merged: Dict[Tuple[int, int], Edit] = {}
+    order: List[Tuple[int, int]] = []
+    for edit in edits:
+        key = (edit.start, edit.end)
+        if key in merged and edit.start == edit.end:
+            if edit.content not in merged[key].content:
+                merged[key] = Edit(edit.start, edit.end, merged[key].content + edit.content)
+            continue
+        merged[key] = edit
+        order.append(key)
+    return tuple(sorted((merged[k] for k in order), key=lambda e: (e.start, e.end)))
+
+
+def local_module_name(summary: FileSummary, module: str, before_line: int) -> Optional[str]:
+    """A module-level name bound to `module` by an import above `before_line` and never rebound."""
+    candidates = [
+        name
+        for name, (bound, line) in summary.module_bindings.items()
+        if bound == module and line < before_line and summary.exports.get(name) == module
+    ]
+    if not candidates:
+        return None
+    preferred = {"torch": "torch", "random": "random", "numpy": "np"}.get(module)
+    return preferred if preferred in candidates else sorted(candidates)[0]
+
+
+class Insertion:
+    """Lines to insert at an entry point's start, with the imports they need."""
+
+    def __init__(self, project: Project, entry: EntryPoint, avoid_module_level: Iterable[str]) -> None:
+        self.project = project
+        self.summary = entry.summary
+        self.entry = entry
+        anchors = self.summary.anchors
+        self.anchors = anchors
+        self.valid = anchors is not None
+        if not self.valid:
+            return
+        module_reach = project.reach((entry.path, MODULE_KEY)) if MODULE_KEY in self.summary.functions else Reach()
+        # The main block's top is too late when module-level code already drew (or did the work).
+        late = any(module_reach.draws.get(kind) for kind in avoid_module_level if kind in RNG_KINDS) or (
+            "cuda" in avoid_module_level and (module_reach.cuda or module_reach.ops)
+        )
+        if anchors.main_top is not None and not late:
+            self.offset, self.indent, self.line, self.at_main = anchors.main_top, anchors.main_indent, anchors.main_top_line, True
+        else:
+            self.offset, self.indent, self.line, self.at_main = anchors.after_imports, "", anchors.after_imports_line, False
+        self.edits: List[Edit] = []
+        self.first_party = project.first_party
+
+    def module(self, module: str) -> Optional[str]:
+        """The name to use for a module, adding `import module` when needed."""
+        name = local_module_name(self.summary, module, self.line)
+        if name is not None:
+            return name
+        alias = "np" if module == "numpy" and "np" not in self.summary.exports else None
+        name = alias or module
+        if name in self.summary.exports and self.summary.exports[name] != module:
+            return None  # the name means something else here
+        line = f"import {module}" + (f" as {alias}" if alias else "")
+        self.edits.append(import_edit(self.anchors, line, module, self.first_party))
+        return name
+
+    def fix(self, title: str, lines: List[str]) -> Fix:
+        prefix = "\n" if not self.at_main and self.anchors.after_imports_eof and not any(e.start == self.offset for e in self.edits) else ""
+        text = prefix + "".join(self.indent + line + "\n" for line in lines)
+        return Fix(title, Applicability.UNSAFE, merge_edits([*self.edits, Edit(self.offset, self.offset, text)]))

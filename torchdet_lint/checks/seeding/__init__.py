@@ -1,0 +1,25 @@
+"""TDL0xx seeding: entry points that reach unseeded global generators (project
+rules, followed through the module graph), and, per file, late seeds,
+unseeded RNG objects, `PYTHONHASHSEED` set too late and unstable seed values.
+One module per rule (TDL001-TDL003 share one).
+"""
+
+from torchdet_lint.checks.seeding.pythonhashseed import IneffectivePythonHashSeed
+from torchdet_lint.checks.seeding.rng_object import UnseededRngObject
+from torchdet_lint.checks.seeding.seed_after_use import SeedAfterRngUse
+from torchdet_lint.checks.seeding.unseeded_global_rng import (
+    UnseededNumpyRandom,
+    UnseededPythonRandom,
+    UnseededTorch,
+)
+from torchdet_lint.checks.seeding.unstable_seed import UnstableSeedValue
+
+__all__ = [
+    "UnseededTorch",
+    "UnseededPythonRandom",
+    "UnseededNumpyRandom",
+    "SeedAfterRngUse",
+    "UnseededRngObject",
+    "IneffectivePythonHashSeed",
+    "UnstableSeedValue",
+]

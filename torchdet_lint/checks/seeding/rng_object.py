@@ -1,0 +1,150 @@
+"""TDL005 `unseeded-rng-object`: an RNG object created without a seed and never seeded."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchdet_lint.diagnostics import Applicability, FixBuilder
+from torchdet_lint.names import arg_value, dotted_name, literal
+from torchdet_lint.rule import FixAvailability, Rule
+
+_SEEDABLE = {"torch.Generator": None, "numpy.random.default_rng": 0, "numpy.random.RandomState": 0, "random.Random": 0}
+SEED_KEYWORDS = {"numpy.random.default_rng": "seed", "numpy.random.RandomState": "seed", "random.Random": "x"}
+
+
+class UnseededRngObject(Rule):
+    """
+    ## Why is this bad?
+    `torch.Generator()`, `np.random.default_rng()`, `np.random.RandomState()`
+    and `random.Random()` created without a seed start from fresh entropy on
+    every run, and seeding the global generators does not reach them: what
+    they draw (a DataLoader order, an augmentation, a split) differs between
+    runs. An object seeded afterwards (`g.manual_seed(...)`, `rs.seed(...)`,
+    also on an attribute such as `self.g`) is fine.
+
+    ## Fix safety
+    The fix seeds the object from the program's seed: `torch.initial_seed()`
+    (`% 2**32` for `RandomState`), so that seeding torch once fixes it too,
+    and a different seed still gives different draws. That is safe in a file
+    that imports torch. Elsewhere the fix uses config `seed` (default 0) and is
+    unsafe: it freezes draws that were meant to vary.
+
+    ## Known problems
+    An object seeded in another file, or through a helper that receives it, is
+    reported; silence it with `# noqa: TDL005`.
+
+    ## Options
+    `seed`.
+
+    ## References
+    - NumPy, `default_rng`: <https://numpy.org/doc/stable/reference/random/generator.html>
+    - `torch.Generator`: <https://pytorch.org/docs/stable/generated/torch.Generator.html>
+    """
+
+    code = "TDL005"
+    name = "unseeded-rng-object"
+    summary = "an RNG object is created without a seed and never seeded"
+    fix_availability = FixAvailability.SOMETIMES
+    bad = (
+        "import numpy as np\nrng = np.random.default_rng()\n",
+        "import torch\ng = torch.Generator()\n",
+        "import random\nr = random.Random()\n",
+    )
+    good = (
+        "import numpy as np\nrng = np.random.default_rng(42)\n",
+        "import torch\ng = torch.Generator()\ng.manual_seed(0)\n",
+        "import torch\ng = torch.Generator().manual_seed(0)\n",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.chained: Set[int] = set()
+        self.bound: Dict[int, str] = {}
+        self.seeded_names: Set[str] = set()
+        self.candidates: List[Tuple[cst.Call, str]] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call):
+            seeded = self._seeded_construction(node.value)
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self.bound[id(node.value)] = name
+                    if seeded:
+                        self.seeded_names.add(name)  # re-created with a seed later: seeded
+
+    def _seeded_construction(self, call: cst.Call) -> bool:
+        qualified = self.context.call_name(call)
+        if qualified not in SEED_KEYWORDS:
+            return False
+        seed = arg_value(call, SEED_KEYWORDS[qualified], 0)
+        return seed is not None and literal(seed) is not None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("manual_seed", "seed"):
+            if isinstance(func.value, cst.Call):
+                self.chained.add(id(func.value))
+            else:
+                name = dotted_name(func.value)
+                if name is not None:
+                    self.seeded_names.add(name)
+            return
+        if isinstance(func, cst.Name) or isinstance(func, cst.Attribute):
+            last = func.value if isinstance(func, cst.Name) else func.attr.value
+            if last not in ("Generator", "default_rng", "RandomState", "Random"):
+                return
+        qualified = self.context.call_name(node)
+        if qualified not in _SEEDABLE or id(node) in self.chained:
+            return
+        if qualified != "torch.Generator":
+            seed = arg_value(node, SEED_KEYWORDS[qualified], 0)
+            if seed is not None and literal(seed) is not None:
+                return
+            if any(arg.star for arg in node.args):
+                return
+        self.candidates.append((node, qualified))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node, qualified in self.candidates:
+            if id(node) in self.chained:
+                continue
+            name = self.bound.get(id(node))
+            if name is not None and name in self.seeded_names:
+                continue
+            spelling = dotted_name(node.func) or qualified
+            self.report(node, f"`{spelling}(...)` is created without a seed and never seeded: its draws differ between runs", self._fix(node, qualified))
+
+    def _fix(self, node: cst.Call, qualified: str) -> Optional[FixBuilder]:
+        final = self.context.resolver.module_final
+        if self.context.imports_torch:
+            builder = FixBuilder("Seed it from the program's seed, `torch.initial_seed()`", Applicability.SAFE)
+            torch_name = "torch" if final.get("torch") == "torch" else next((n for n, q in sorted(final.items()) if q == "torch"), None)
+            if torch_name is None:
+                if "torch" in final:
+                    return None  # `torch` names something else here
+                builder.add_import("torch")
+                torch_name = "torch"
+            seed = f"{torch_name}.initial_seed()" + (" % 2**32" if qualified == "numpy.random.RandomState" else "")
+        else:
+            seed = str(self.context.settings.seed)
+            builder = FixBuilder(f"Seed it with config `seed` ({seed})", Applicability.UNSAFE)
+        if qualified == "torch.Generator":
+            return builder.replace(node, f"{self.context.module.code_for_node(node)}.manual_seed({seed})")
+        explicit_none = next((a for a in node.args if a.keyword is None), None) or next(
+            (a for a in node.args if a.keyword is not None and a.keyword.value == SEED_KEYWORDS[qualified]), None
+        )
+        if explicit_none is not None:
+            return builder.replace(explicit_none.value, seed)
+        return builder.replace(node, _with_first(node, seed, self.context.module))
+
+
+def _with_first(call: cst.Call, seed: str, module: cst.Module) -> str:
+    value = cst.parse_expression(seed)
+    if not call.args:
+        return module.code_for_node(call.with_changes(args=[cst.Arg(value=value)]))
+    return module.code_for_node(
+        call.with_changes(args=[cst.Arg(value=value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *call.args])
+    )

@@ -1,0 +1,134 @@
+"""TDL004 `seed-after-rng-use`: a seed that comes after a draw from its generator."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchdet_lint.model.facts import (
+    DATALOADER,
+    config_helpers,
+    draw_kind,
+    facts,
+    helper_covers,
+    loader_shuffles,
+)
+from torchdet_lint.model.summary import RNG_KINDS
+from torchdet_lint.names import dotted_name
+from torchdet_lint.rule import Rule
+
+RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
+
+def seeding_covers(context, call: cst.Call, qualified: Optional[str]) -> frozenset:
+    """The global generators a call seeds (table helpers, config `seed-functions`)."""
+    if qualified is None:
+        return frozenset()
+    table = facts()
+    helper = table.helpers.get(qualified)
+    if helper is not None:
+        return helper_covers(helper, call) & frozenset(RNG_KINDS)
+    return config_helpers(context.settings).get(qualified, frozenset()) & frozenset(RNG_KINDS)
+
+
+class SeedAfterRngUse(Rule):
+    """
+    ## Why is this bad?
+    A seed fixes what is drawn after it. When, in the same body, the program
+    already built a model (random initial weights), sampled with
+    `torch.randn`, shuffled with `random.shuffle` or drew from
+    `np.random`, before seeding that generator, what was drawn first is
+    different on every run: typically the model's initial weights, which the
+    seed was meant to fix.
+
+    A seed that comes after a draw which an earlier seed already covered (a
+    deliberate re-seed, as in tests) is not reported.
+
+    ## Known problems
+    Only one body at a time is seen (a module with its main block, or one
+    function): a draw in a function called before the seed is not. A first-party
+    model class built before the seed is seen when it is defined in the same
+    file.
+
+    ## Options
+    `seed-functions` (their calls are seeding calls too).
+
+    ## References
+    - PyTorch, Reproducibility: <https://pytorch.org/docs/stable/notes/randomness.html>
+    """
+
+    code = "TDL004"
+    name = "seed-after-rng-use"
+    summary = "a seeding call comes after the program already drew from that generator"
+    bad = (
+        "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2)\ntorch.manual_seed(0)\n",
+        "import random\n\ndef main():\n    random.shuffle(items)\n    random.seed(0)\n",
+    )
+    good = (
+        "import torch\nfrom torch import nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 2)\n",
+        "import torch\n\ntorch.manual_seed(0)\na = torch.randn(2)\ntorch.manual_seed(0)\nb = torch.randn(2)\n",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # One frame per body: (first unseeded draw per kind, kinds seeded so far).
+        self.frames: List[Tuple[Dict[str, cst.Call], Set[str]]] = [({}, set())]
+        self.module_classes: Set[str] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for base in node.bases:
+            name = self.context.qualified_name(base.value)
+            if (name and name.startswith("torch.nn.")) or (isinstance(base.value, cst.Name) and base.value.value in self.module_classes):
+                self.module_classes.add(node.name.value)
+        self.frames.append(({}, set()))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.frames.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.frames.append(({}, set()))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.frames.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.frames.append(({}, set()))
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.frames.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        drawn, seeded = self.frames[-1]
+        qualified = self.context.call_name(node)
+        covers = seeding_covers(self.context, node, qualified)
+        if covers:
+            late = [(kind, drawn[kind]) for kind in RNG_KINDS if kind in covers and kind in drawn]
+            if late:
+                kind, draw = late[0]
+                line = self.context.node_range(draw)[0]
+                spelling = dotted_name(draw.func) or "a call"
+                seed_spelling = dotted_name(node.func) or "the seeding call"
+                self.report(
+                    node,
+                    f"`{seed_spelling}(...)` comes after `{spelling}(...)` (line {line}) already drew from "
+                    f"{RNG_WORDS[kind]}: what that drew differs between runs; seed before it",
+                )
+            seeded.update(covers)
+            for kind in covers:
+                drawn.pop(kind, None)
+            return
+        kind = self._draw(node, qualified)
+        if kind is not None and kind not in seeded:
+            drawn.setdefault(kind, node)
+
+    def _draw(self, node: cst.Call, qualified: Optional[str]) -> Optional[str]:
+        kind = draw_kind(qualified, node)
+        if kind is not None:
+            return kind
+        if qualified == DATALOADER and loader_shuffles(node, self.context.call_name):
+            return None  # the order is drawn when iterating, not here
+        if qualified is None and isinstance(node.func, cst.Name) and node.func.value in self.module_classes:
+            return "torch"
+        if qualified is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in facts().torch_methods and self.context.imports_torch:
+            return "torch"
+        return None

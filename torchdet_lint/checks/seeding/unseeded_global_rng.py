@@ -1,0 +1,266 @@
+"""TDL001-TDL003: entry points that reach an unseeded global generator (torch,
+`random`, NumPy), followed through the module graph; one shared fix."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Iterable, List, Optional
+
+from torchdet_lint.checks.insertions import Insertion, import_edit
+from torchdet_lint.diagnostics import Diagnostic, Fix
+from torchdet_lint.model.project import EntryPoint, Project, Reach
+from torchdet_lint.model.summary import RNG_KINDS
+from torchdet_lint.rule import FixAvailability, ProjectRule
+
+RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
+SEED_CALLS = {"torch": "torch.manual_seed(seed)", "random": "random.seed(seed)", "numpy": "np.random.seed(seed)"}
+
+def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optional[Fix]:
+    insertion = Insertion(project, entry, needed)
+    if not insertion.valid or not needed:
+        return None
+    seed = project.settings.seed
+    helper = _helper_call(project, entry, insertion, needed, seed)
+    if helper is not None:
+        return helper
+    lines = []
+    for kind in needed:
+        name = insertion.module(kind)
+        if name is None:
+            return None
+        lines.append({"torch": f"{name}.manual_seed({seed})", "random": f"{name}.seed({seed})", "numpy": f"{name}.random.seed({seed})"}[kind])
+    return insertion.fix(f"Seed {_join([RNG_WORDS[k] for k in needed])} at the start of the entry point", lines)
+
+
+def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: int) -> Optional[Fix]:
+    """Call an existing first-party seeding helper that covers the RNGs, when there is one."""
+    candidates = []
+    for (display, name), reach in project.seeding_helpers():
+        covered = {kind for kind in RNG_KINDS if kind in reach.covers}
+        if not set(needed) <= covered:
+            continue
+        required, first, has_seed = project.summaries[display].signatures.get(name, (9, "", False))
+        if required > 1 or (required == 1 and "seed" not in first.lower() and "seed" not in name.lower()):
+            continue
+        rank = ("deterministic" in reach.covers, display != entry.path, len(covered), display, name)
+        candidates.append((rank, display, name, required, has_seed))
+    for _, display, name, required, has_seed in sorted(candidates):
+        arguments = f"({seed})" if required == 1 else (f"(seed={seed})" if has_seed else "()")
+        if display == entry.path:
+            if not insertion.at_main:
+                continue  # after the imports, the helper is not defined yet
+            return insertion.fix(f"Call `{name}{arguments}` at the start of the main block", [f"{name}{arguments}"])
+        module = project.index.import_name(display, entry.path)
+        if module is None:
+            continue
+        bound = entry.summary.exports.get(name)
+        if bound is None:
+            insertion.edits.append(import_edit(insertion.anchors, f"from {module} import {name}", module, insertion.first_party | {module.split(".")[0]}))
+        elif project.resolve(entry.path, "." + name) != [(display, name)] and bound != f"{module}.{name}":
+            continue
+        return insertion.fix(f"Call the project's seeding helper `{name}{arguments}` at the start of the entry point", [f"{name}{arguments}"])
+    return None
+
+
+def _join(words: List[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _sites(project: Project, reach_sites) -> str:
+    return ", ".join(f"{s.site.text} at {project.where(s)}" for s in reach_sites[:3])
+
+
+# -- TDL001-TDL003 -----------------------------------------------------------------------------------
+
+
+class _UnseededGlobalRng(ProjectRule):
+    kind: ClassVar[str] = ""
+
+    def check(self, project: Project) -> Iterable[Diagnostic]:
+        for entry in project.entry_points:
+            reach = project.entry_reach(entry)
+            draws = reach.draws.get(self.kind)
+            if not draws or self.kind in reach.covers:
+                continue
+            needed = [kind for kind in RNG_KINDS if reach.draws.get(kind) and kind not in reach.covers]
+            message = self.message(project, reach, draws)
+            yield project.entry_diagnostic(entry, self.code, self.name, message, seeding_fix(project, entry, needed))
+
+    def message(self, project: Project, reach: Reach, draws) -> str:  # pragma: no cover - each rule says it its way
+        raise NotImplementedError
+
+
+_FIX_SAFETY = """
+    ## Fix safety
+    Unsafe: it inserts, at the top of the main block (for a script right after
+    its imports, for a notebook at the top of the first code cell), the
+    seeding calls for exactly the global generators the entry point reaches
+    and never seeds (`torch.manual_seed`, `random.seed`, `np.random.seed`),
+    with the seed of config `seed` (default 0) and the imports they need; the
+    three rules share that one fix. When the project already has a
+    first-party seeding helper that covers those generators (and takes at most
+    a seed argument), the fix calls it instead. It is unsafe because it
+    changes what the program computes: every run now gives the same numbers,
+    which a sweep over random restarts may not want.
+"""
+
+
+def _shared_fix_safety(rule_class):
+    """The three rules share one fix: its safety section is written once."""
+    rule_class.__doc__ = rule_class.__doc__.replace("    {fix_safety}", _FIX_SAFETY.strip("\n"))
+    return rule_class
+
+
+@_shared_fix_safety
+class UnseededTorch(_UnseededGlobalRng):
+    """
+    ## Why is this bad?
+    Without `torch.manual_seed(...)`, the weights of every `nn.Module` the
+    program builds, its `torch.rand*` / `randperm` / `normal` / `bernoulli` /
+    `multinomial` samples, its dropout masks and the order of a shuffling
+    `DataLoader` change on every run, so results cannot be reproduced or
+    compared.
+
+    The rule follows the program from its entry points (files with an
+    `if __name__ == "__main__":` block, `__main__.py`, notebooks, config
+    `entry-points`, and scripts that run their loop at module level and that
+    no first-party module imports) through the functions they call, in the
+    same file and in first-party modules, and through `__init__` of the
+    first-party classes they build. A seed anywhere on those paths counts,
+    including one in a helper module two calls away, or from a known helper:
+    Lightning's `seed_everything`, `transformers.set_seed`,
+    `accelerate.utils.set_seed`, `mmengine`'s `set_random_seed`,
+    `detectron2`'s `seed_all_rng`, and config `seed-functions`.
+    `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
+    and CPU sampling use the CPU generator; the message says so.
+
+    Reported on the `if __name__` line of the entry point (line 1, column 1
+    for the other entry points). Library modules are never reported.
+
+    {fix_safety}
+
+    ## Known problems
+    Functions reached only through framework callbacks (Lightning hooks, a
+    method called on an object whose class cannot be seen) are not followed,
+    and a seed given only on the command line of a launcher is invisible.
+    A function handed to another call is followed only when that call runs
+    it (`fire.Fire(main)`, `typer.run`, `mp.spawn(worker, ...)`,
+    `Process(target=...)`, `executor.submit(fn)`, `functools.partial`, ...);
+    for a file listed in config `entry-points`, each of its module-level
+    functions counts as a start. A seed in a branch
+    (`if args.seed is not None:`) counts as a seed.
+
+    ## Options
+    `seed` (the value the fix uses), `seed-functions`, `entry-points`.
+
+    ## References
+    - PyTorch, Reproducibility: <https://pytorch.org/docs/stable/notes/randomness.html>
+    - `torch.manual_seed`: <https://pytorch.org/docs/stable/generated/torch.manual_seed.html>
+    """
+
+    code = "TDL001"
+    name = "unseeded-torch"
+    summary = "an entry point reaches torch randomness and never seeds torch"
+    fix_availability = FixAvailability.UNSAFE
+    kind = "torch"
+    bad = (
+        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    model = nn.Linear(4, 2)\n",
+        "import torch\n\nfor step in range(3):\n    print(torch.randn(2))\n",
+        "import torch\n\nif __name__ == \"__main__\":\n    torch.cuda.manual_seed_all(0)\n    x = torch.rand(3)\n",
+    )
+    good = (
+        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n    model = nn.Linear(4, 2)\n",
+        "import torch\nfrom torch import nn\n\n\ndef build():\n    return nn.Linear(4, 2)\n",
+        "import lightning as L\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    L.seed_everything(1)\n    model = nn.Linear(4, 2)\n",
+    )
+
+    def message(self, project: Project, reach: Reach, draws) -> str:
+        text = f"reaches torch randomness ({_sites(project, draws)}) and never seeds torch: call `torch.manual_seed(seed)` first"
+        cuda_only = reach.covers.get("cuda")
+        if cuda_only is not None:
+            text += (
+                f"; {cuda_only.site.text} at {project.where(cuda_only)} seeds only the CUDA generators, while model "
+                "initialisation and CPU sampling draw from the CPU generator"
+            )
+        return text
+
+
+@_shared_fix_safety
+class UnseededPythonRandom(_UnseededGlobalRng):
+    """
+    ## Why is this bad?
+    Functions of Python's `random` module (`random.random`, `shuffle`,
+    `choice`, `randint`, `sample`, ...) draw from one global generator seeded
+    from the operating system at start-up: without `random.seed(...)` the
+    program's choices differ on every run. `torch.manual_seed` does not seed
+    it. The rule follows the program from its entry points as TDL001 does;
+    `random.seed` or a helper that calls it (Lightning's `seed_everything`,
+    `transformers.set_seed`, ...) anywhere on the way counts.
+
+    {fix_safety}
+
+    ## Known problems
+    As TDL001: callbacks of frameworks are not followed. `random.Random(...)`
+    objects are TDL005's.
+
+    ## Options
+    `seed`, `seed-functions`, `entry-points`.
+
+    ## References
+    - Python, `random`: <https://docs.python.org/3/library/random.html>
+    - PyTorch, Reproducibility: <https://pytorch.org/docs/stable/notes/randomness.html>
+    """
+
+    code = "TDL002"
+    name = "unseeded-python-random"
+    summary = "an entry point reaches Python's `random` module and never calls `random.seed`"
+    fix_availability = FixAvailability.UNSAFE
+    kind = "random"
+    bad = ("import random\n\nif __name__ == \"__main__\":\n    print(random.random())\n",)
+    good = (
+        "import random\n\nif __name__ == \"__main__\":\n    random.seed(0)\n    print(random.random())\n",
+        "import random\n\n\ndef pick(items):\n    return random.choice(items)\n",
+    )
+
+    def message(self, project: Project, reach: Reach, draws) -> str:
+        return f"reaches Python's `random` ({_sites(project, draws)}) and never seeds it: call `random.seed(seed)` first"
+
+
+@_shared_fix_safety
+class UnseededNumpyRandom(_UnseededGlobalRng):
+    """
+    ## Why is this bad?
+    The legacy NumPy functions (`np.random.rand`, `randn`, `randint`,
+    `shuffle`, `permutation`, `choice`, `uniform`, `normal`, ...) draw from
+    NumPy's global generator, which neither `torch.manual_seed` nor
+    `random.seed` seeds: without `np.random.seed(...)`, augmentations and
+    splits made with them differ on every run. The rule follows the program
+    from its entry points as TDL001 does.
+
+    {fix_safety}
+
+    ## Known problems
+    As TDL001. `np.random.default_rng()` objects are TDL005's; NumPy draws in
+    DataLoader workers are seeded by PyTorch from 1.9 on (TDL102 covers the
+    rest).
+
+    ## Options
+    `seed`, `seed-functions`, `entry-points`.
+
+    ## References
+    - NumPy, legacy random generation: <https://numpy.org/doc/stable/reference/random/legacy.html>
+    - PyTorch, Reproducibility: <https://pytorch.org/docs/stable/notes/randomness.html>
+    """
+
+    code = "TDL003"
+    name = "unseeded-numpy-random"
+    summary = "an entry point reaches NumPy's global RNG and never calls `np.random.seed`"
+    fix_availability = FixAvailability.UNSAFE
+    kind = "numpy"
+    bad = ("import numpy as np\n\nif __name__ == \"__main__\":\n    print(np.random.rand(3))\n",)
+    good = (
+        "import numpy as np\n\nif __name__ == \"__main__\":\n    np.random.seed(0)\n    print(np.random.rand(3))\n",
+        "import numpy as np\n\nif __name__ == \"__main__\":\n    rng = np.random.default_rng(0)\n    print(rng.random(3))\n",
+    )
+
+    def message(self, project: Project, reach: Reach, draws) -> str:
+        return f"reaches NumPy's global RNG ({_sites(project, draws)}) and never seeds it: call `np.random.seed(seed)` first"

@@ -1,0 +1,107 @@
+"""TDL007 `unstable-seed-value`: a seed that changes between runs."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from torchdet_lint.checks.seeding.rng_object import SEED_KEYWORDS
+from torchdet_lint.model.facts import config_helpers, draw_kind, facts
+from torchdet_lint.model.summary import RNG_KINDS
+from torchdet_lint.names import NOT_LITERAL, arg_value, dotted_name, literal
+from torchdet_lint.rule import Rule
+
+_UNSTABLE_PREFIXES = ("time.", "uuid.", "secrets.")
+_UNSTABLE_NAMES = frozenset(
+    {
+        "os.getpid", "os.urandom", "torch.seed", "torch.random.seed", "numpy.random.SeedSequence",
+        "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.now",
+    }
+)
+
+
+class UnstableSeedValue(Rule):
+    """
+    ## Why is this bad?
+    A seed is only worth something when it is the same on every run. A seed
+    computed from `hash(...)` of a string (randomised per interpreter unless
+    `PYTHONHASHSEED` is set before start-up), the clock (`time.time()`,
+    `datetime.now()`), the process id, `uuid`, `os.urandom`, `secrets` or
+    another random draw (`random.randint`, `np.random.randint`, `torch.seed()`)
+    changes on every run, so the program is seeded but not reproducible.
+
+    Seeding calls are the helpers of TDL001-TDL003 (`torch.manual_seed`,
+    `random.seed`, `np.random.seed`, `seed_everything`, `set_seed`, config
+    `seed-functions`), `.manual_seed(...)` / `.seed(...)` on an object and the
+    seed of an RNG constructor (`default_rng`, `RandomState`, `random.Random`).
+
+    ## Known problems
+    `hash(x)` of a name is reported as "may be a str"; hashing a number is
+    stable (hash a string with `zlib.crc32` or `hashlib` to get a stable seed).
+
+    ## Options
+    None.
+
+    ## References
+    - Python, `PYTHONHASHSEED` and `hash()`: <https://docs.python.org/3/reference/datamodel.html#object.__hash__>
+    """
+
+    code = "TDL007"
+    name = "unstable-seed-value"
+    summary = "the seed value changes between runs (`hash` of a str, the clock, the pid, random draws)"
+    bad = (
+        "import time\nimport torch\ntorch.manual_seed(int(time.time()))\n",
+        "import random\nrandom.seed(hash(\"experiment\"))\n",
+        "import os\nimport numpy as np\nnp.random.seed(os.getpid())\n",
+    )
+    good = (
+        "import torch\ntorch.manual_seed(42)\n",
+        "import zlib\nimport random\nrandom.seed(zlib.crc32(b\"experiment\"))\n",
+        "import time\nimport torch\nstart = time.time()\ntorch.manual_seed(0)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        seed: Optional[cst.BaseExpression] = None
+        if isinstance(func, cst.Attribute) and func.attr.value in ("manual_seed", "seed"):
+            seed = arg_value(node, "seed", 0) or arg_value(node, "a")
+        else:
+            qualified = self.context.call_name(node)
+            if qualified is None:
+                return
+            table = facts()
+            if qualified in table.helpers and table.helpers[qualified].covers & frozenset(RNG_KINDS):
+                seed = arg_value(node, "seed", 0)
+            elif qualified in SEED_KEYWORDS:
+                seed = arg_value(node, SEED_KEYWORDS[qualified], 0)
+            elif qualified in config_helpers(self.context.settings):
+                seed = arg_value(node, "seed", 0)
+            else:
+                return
+        if seed is None or not isinstance(seed, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.Attribute, cst.IfExp)):
+            return
+        source = self._unstable(seed)
+        if source is not None:
+            self.report(node, f"the seed comes from {source}, which changes between runs: use a fixed number (config, CLI argument)")
+
+    def _unstable(self, node: cst.CSTNode) -> Optional[str]:
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Call):
+                name = self.context.call_name(current)
+                spelling = dotted_name(current.func) or "a call"
+                if name == "builtins.hash":
+                    argument = arg_value(current, position=0)
+                    value = literal(argument)
+                    if isinstance(value, str):
+                        return "`hash()` of a str (randomised per interpreter)"
+                    if value is NOT_LITERAL and not isinstance(argument, (cst.Integer, cst.Float)):
+                        return "`hash()` of a value that may be a str (randomised per interpreter)"
+                elif name and (name.startswith(_UNSTABLE_PREFIXES) or name in _UNSTABLE_NAMES):
+                    return f"`{spelling}()`"
+                elif name and draw_kind(name) is not None:
+                    return f"a random draw, `{spelling}()`"
+            stack.extend(current.children)
+        return None

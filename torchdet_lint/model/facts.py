@@ -1,0 +1,280 @@
+"""The fact tables of `rules/` (seeding helpers, RNG sources) and what they say
+about one call: does it draw from a global RNG, seed one, shuffle a loader,
+do CUDA work, run the functions handed to it, or only set a script up.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, FrozenSet, Optional, Tuple
+
+import libcst as cst
+
+from torchdet_lint.data import load_toml, rules_directory
+from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, literal
+
+
+def rules_file(name: str) -> Path:
+    """A data file of rules/ (see `data.rules_directory`)."""
+    path = rules_directory() / name
+    if not path.is_file():
+        raise FileNotFoundError(f"rules/{name} not found in {path.parent}")
+    return path
+
+
+@dataclass(frozen=True)
+class Helper:
+    name: str
+    covers: FrozenSet[str]
+    keyword_covers: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+    enabled_by: Optional[Tuple[str, int, bool]] = None  # keyword, position, counts when absent
+
+
+@dataclass(frozen=True)
+class RngObject:
+    name: str
+    kind: str
+    seed_methods: FrozenSet[str]
+    seeded: str  # template of a seeded construction, "" when there is none
+    type: str  # template of the object's type, for isinstance checks
+
+
+@dataclass(frozen=True)
+class Facts:
+    helpers: Dict[str, Helper]
+    method_helpers: Dict[str, Tuple[str, FrozenSet[str]]]  # attribute -> (required import, covers)
+    cuda_only: FrozenSet[str]
+    torch_functions: FrozenSet[str]
+    torch_modules: FrozenSet[str]
+    torch_prefixes: Tuple[str, ...]
+    random_class_modules: FrozenSet[str]
+    random_class_names: FrozenSet[str]
+    torch_methods: FrozenSet[str]
+    unless_generator: FrozenSet[str]
+    random_not_drawing: FrozenSet[str]
+    numpy_not_drawing: FrozenSet[str]
+    rng_objects: Dict[str, RngObject]
+
+
+@lru_cache(maxsize=None)
+def facts() -> Facts:
+    helpers_table = load_toml(rules_file("seed_helpers.toml"))
+    sources = load_toml(rules_file("rng_sources.toml"))
+    helpers = {}
+    for entry in helpers_table.get("helper", []):
+        enabled = entry.get("enabled-by")
+        helpers[entry["name"]] = Helper(
+            name=entry["name"],
+            covers=frozenset(entry.get("covers", ())),
+            keyword_covers=tuple((k, frozenset(v)) for k, v in entry.get("keyword-covers", {}).items()),
+            enabled_by=(enabled["keyword"], enabled["position"], enabled.get("default-enabled", False)) if enabled else None,
+        )
+    torch = sources["torch"]
+    return Facts(
+        helpers=helpers,
+        method_helpers={
+            e["attribute"]: (e["requires-import"], frozenset(e["covers"])) for e in helpers_table.get("method-helper", [])
+        },
+        cuda_only=frozenset(e["name"] for e in helpers_table.get("cuda-only", [])),
+        torch_functions=frozenset(torch["functions"]),
+        torch_modules=frozenset("torch.nn." + name for name in torch["modules"]),
+        torch_prefixes=tuple(torch["prefixes"]),
+        random_class_modules=frozenset(torch["random_classes_in"]),
+        random_class_names=frozenset(torch["random_class_names"]),
+        torch_methods=frozenset(torch["methods"]),
+        unless_generator=frozenset(torch["unless_generator"]),
+        random_not_drawing=frozenset(sources["random"]["not_drawing"]),
+        numpy_not_drawing=frozenset(sources["numpy"]["not_drawing"]),
+        rng_objects={
+            e["name"]: RngObject(e["name"], e["kind"], frozenset(e["seed-methods"]), e["seeded"], e["type"])
+            for e in sources["rng-object"]
+        },
+    )
+
+
+def truthy_setting(value: Any) -> bool:
+    """A switch argument that turns something on: True, "warn"/"error", 1/2, or a non-literal."""
+    if value is NOT_LITERAL:
+        return True
+    if isinstance(value, str):
+        return value in ("warn", "error")
+    return value is True or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
+
+
+def helper_covers(helper: Helper, call: cst.Call) -> FrozenSet[str]:
+    """What one call of a table helper covers, given its arguments."""
+    if helper.enabled_by is not None:
+        keyword, position, default = helper.enabled_by
+        value = arg_value(call, keyword, position)
+        if value is None:
+            if not default:
+                return frozenset()
+        elif not truthy_setting(literal(value)):
+            return frozenset()
+    covered = set(helper.covers)
+    for keyword, extra in helper.keyword_covers:
+        value = arg_value(call, keyword)
+        if value is not None and truthy_setting(literal(value)):
+            covered |= extra
+    return frozenset(covered)
+
+
+def config_helpers(settings) -> Dict[str, FrozenSet[str]]:
+    """Config `seed-functions`: canonical qualified name -> what it covers."""
+    return {canonical(name): frozenset(covers) for name, covers in getattr(settings, "seed_functions", ())}
+
+
+def draw_kind(name: Optional[str], call: Optional[cst.Call] = None) -> Optional[str]:
+    """The global RNG a call with this qualified name draws from, if any."""
+    if not name:
+        return None
+    table = facts()
+    head = name.split(".", 1)[0]
+    if head == "random":
+        rest = name[len("random.") :]
+        if rest and "." not in rest and rest not in table.random_not_drawing and not rest.startswith("_"):
+            return "random"
+        return None
+    if head == "numpy":
+        if name.startswith("numpy.random."):
+            rest = name[len("numpy.random.") :]
+            if "." not in rest and rest[:1].islower() and rest not in table.numpy_not_drawing:
+                return "numpy"
+        return None
+    if name in table.torch_functions or name in table.torch_modules:
+        return "torch"
+    if name in table.unless_generator:
+        return None if call is not None and _has_generator(call, name) else "torch"
+    module, _, last = name.rpartition(".")
+    if module in table.random_class_modules and (last.startswith("Random") or last in table.random_class_names):
+        return "torch"
+    if any(name.startswith(prefix) and last[:1].islower() and not last.startswith(("get_", "list_")) for prefix in table.torch_prefixes):
+        return "torch"
+    return None
+
+
+GENERATOR_POSITION = {
+    "torch.utils.data.random_split": 2,
+    "torch.utils.data.RandomSampler": 3,
+    "torch.utils.data.SubsetRandomSampler": 1,
+    "torch.utils.data.WeightedRandomSampler": 3,
+    "torch.utils.data.DataLoader": None,
+}
+RANDOM_SAMPLERS = frozenset(
+    {"torch.utils.data.RandomSampler", "torch.utils.data.SubsetRandomSampler", "torch.utils.data.WeightedRandomSampler"}
+)
+DATALOADER = "torch.utils.data.DataLoader"
+
+
+def _has_generator(call: cst.Call, name: str) -> bool:
+    position = GENERATOR_POSITION.get(name)
+    value = arg_value(call, "generator", position)
+    if value is None:
+        return any(arg.star == "**" for arg in call.args)
+    return literal(value) is not None
+
+
+def loader_shuffles(call: cst.Call, resolve) -> Optional[str]:
+    """How a DataLoader call shuffles: "shuffle", "sampler" (an inline random sampler
+    without its own generator), or None. `resolve` gives qualified names."""
+    shuffle = arg_value(call, "shuffle", 2)
+    if shuffle is not None and literal(shuffle) not in (False, None):
+        return "shuffle"
+    sampler = arg_value(call, "sampler", 3)
+    if isinstance(sampler, cst.Call):
+        name = resolve(sampler)
+        if name in RANDOM_SAMPLERS and not _has_generator(sampler, name):
+            return "sampler"
+    return None
+
+
+def mentions_cuda(node: Optional[cst.CSTNode]) -> bool:
+    """A string literal containing "cuda", also inside a conditional expression or f-string."""
+    if node is None:
+        return False
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = literal(node)
+        return isinstance(value, str) and "cuda" in value
+    if isinstance(node, cst.FormattedString):
+        return any(isinstance(part, cst.FormattedStringText) and "cuda" in part.value for part in node.parts)
+    if isinstance(node, cst.IfExp):
+        return mentions_cuda(node.body) or mentions_cuda(node.orelse)
+    return False
+
+
+# Calls that run a function passed to them (`fire.Fire(main)`, `mp.spawn(worker, ...)`):
+# their function arguments are followed as calls. Other function arguments (callbacks
+# stored in tables, `OpInfo(sample_inputs_func=...)`) are not: nothing says they run.
+RUNNERS = frozenset(
+    {
+        "fire.Fire", "typer.run", "absl.app.run", "jsonargparse.CLI", "jsonargparse.auto_cli", "functools.partial",
+        "builtins.map", "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "multiprocessing.Process",
+        "threading.Thread", "torch.distributed.elastic.multiprocessing.start_processes", "accelerate.notebook_launcher",
+        "hydra.main", "submitit.AutoExecutor.submit",
+    }
+)
+RUNNER_METHODS = frozenset({"submit", "map", "imap", "imap_unordered", "starmap", "apply_async", "run_in_executor", "launch", "spawn"})
+# A lambda runs as part of the enclosing code only when handed to one of these (or a runner);
+# elsewhere it is stored for later (`make_prim(..., lambda d: torch.randint(...))`).
+LAMBDA_CALLERS = frozenset({"builtins.sorted", "builtins.min", "builtins.max", "builtins.filter", "builtins.map", "builtins.list"})
+# `torch.cuda.*` calls that are not CUDA work: the contract's exceptions, and queries that
+# only read the device's state (library code asks them to pick a code path).
+CUDA_NOT_WORK = frozenset(
+    {
+        "is_available", "device_count", "get_device_name", "manual_seed", "manual_seed_all", "is_initialized",
+        "current_device", "get_device_properties", "get_device_capability", "get_arch_list", "is_bf16_supported",
+        "is_tf32_supported", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+        "memory_stats", "memory_summary", "mem_get_info", "utilization", "get_rng_state", "get_rng_state_all",
+    }
+)
+
+
+def is_cuda_work(qualified: str) -> bool:
+    """A `torch.cuda.*` call that does CUDA work (not a query, not private plumbing)."""
+    rest = qualified[len("torch.cuda.") :].split(".")
+    return rest[-1] not in CUDA_NOT_WORK and not any(part.startswith("_") for part in rest)
+# TDL406: convolution layers and calls (torchvision's model builders are CNNs), and the
+# settings that choose cuDNN benchmarking explicitly (True or False: a deliberate choice).
+CONVOLUTION_RE = re.compile(
+    r"^torch\.(?:nn\.(?:Lazy)?Conv(?:Transpose)?[123]d|(?:nn\.functional\.)?conv(?:_transpose)?[123]d)$"
+    r"|^torchvision\.models\.(?:[a-z_]+\.)*(?!get_|list_)[a-z][a-z0-9_]*$"
+)
+BENCHMARK_SETTINGS = frozenset({"lightning.pytorch.Trainer", "torch.backends.cudnn.flags"})
+
+
+_SETUP_CALL_PREFIXES = ("argparse.", "logging.", "warnings.", "sys.path.")
+_SETUP_METHODS = frozenset(
+    {
+        "add_argument", "add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser",
+        "set_defaults", "parse_args", "parse_known_args", "setLevel", "addHandler", "setFormatter", "addFilter",
+        "basicConfig", "filterwarnings", "simplefilter",
+    }
+)
+
+
+def is_setup_call(qualified: Optional[str], dotted: Optional[str]) -> bool:
+    """Argument parsing, logging and warnings set-up (and `sys.path` edits, `__all__` building):
+    module-level calls that do not make a file a script."""
+    if qualified and qualified.startswith(_SETUP_CALL_PREFIXES):
+        return True
+    if dotted:
+        last = dotted.rsplit(".", 1)[-1]
+        if last in _SETUP_METHODS or dotted.startswith("__all__."):
+            return True
+    return False
+
+
+def entry_configured(settings, path: str) -> bool:
+    patterns = getattr(settings, "entry_points", ())
+    if not patterns:
+        return False
+    candidates = {path, Path(path).name}
+    try:
+        candidates.add(Path(path).resolve().relative_to(settings.root).as_posix())
+    except (ValueError, OSError):
+        pass
+    return any(fnmatch.fnmatch(c, pattern) for c in candidates for pattern in patterns)

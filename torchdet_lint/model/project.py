@@ -1,0 +1,433 @@
+"""The project model: every file's summary, indexed; the entry points; what each
+one reaches (draws, seeds, CUDA work, operations), through the first-party
+module graph. Data and queries for the project rules; it runs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.model.facts import config_helpers, entry_configured
+from torchdet_lint.model.modules import ModuleIndex
+from torchdet_lint.model.summary import (
+    MAIN_KEY,
+    MAX_SITES,
+    MODULE_KEY,
+    FileSummary,
+    Site,
+)
+from torchdet_lint.settings import Settings
+
+Node = Tuple[str, str]  # (file path as displayed, function key)
+
+
+@dataclass
+class Located:
+    path: str
+    site: Site
+
+    def where(self) -> str:
+        return f"{self.path}:{self.site.line}" if self.site.line else self.path
+
+
+@dataclass
+class Reach:
+    """What code reachable from a node does: draws, seedings, CUDA work, operations."""
+
+    draws: Dict[str, List[Located]] = field(default_factory=dict)
+    covers: Dict[str, Located] = field(default_factory=dict)
+    cuda: List[Located] = field(default_factory=list)
+    ops: List[Located] = field(default_factory=list)
+
+    def merge(self, other: "Reach") -> None:
+        for kind, sites in other.draws.items():
+            mine = self.draws.setdefault(kind, [])
+            _extend(mine, sites)
+        for kind, site in other.covers.items():
+            self.covers.setdefault(kind, site)
+        _extend(self.cuda, other.cuda)
+        _extend(self.ops, other.ops)
+
+
+def _extend(mine: List[Located], more: Iterable[Located]) -> None:
+    for item in more:
+        if len(mine) >= MAX_SITES:
+            return
+        if all(item.path != m.path or item.site.line != m.site.line for m in mine):
+            mine.append(item)
+
+
+@dataclass
+class EntryPoint:
+    path: str
+    reason: str  # "main block", "__main__.py", "notebook", "configured", "script"
+    summary: FileSummary
+
+    @property
+    def line(self) -> int:
+        return self.summary.main_guard_line or 1
+
+
+class Project:
+    """Every file's summary, indexed for the project rules; the analysis is computed once, lazily.
+
+    `summaries`, `paths` and `sources` are keyed by the path as displayed;
+    `sources` (the decoded texts, for positions and notebook cells) may lack
+    files whose diagnostics nobody will see.
+    """
+
+    def __init__(
+        self,
+        summaries: Mapping[str, FileSummary],
+        paths: Mapping[str, Path],
+        sources: Mapping[str, Any],
+        settings: Settings,
+        torch_version: Tuple[int, int],
+        first_party: frozenset = frozenset(),
+    ) -> None:
+        self.settings = settings
+        self.torch_version = torch_version
+        self.first_party = first_party
+        self.paths: Dict[str, Path] = dict(paths)
+        self.summaries: Dict[str, FileSummary] = dict(summaries)
+        self.sources: Dict[str, Any] = dict(sources)
+        self._index: Optional[ModuleIndex] = None
+        self._entry_points: Optional[List[EntryPoint]] = None
+        self._reach: Dict[Node, Reach] = {}
+        self._edges: Dict[Node, List[Node]] = {}
+        self._resolved: Dict[Tuple[str, str], List[Node]] = {}
+        self._helpers: Optional[List[Tuple[Node, Reach]]] = None
+
+    # -- the module graph ------------------------------------------------------------------
+    @property
+    def index(self) -> ModuleIndex:
+        if self._index is None:
+            self._index = ModuleIndex(self.summaries, self.paths, self.settings.root)
+        return self._index
+
+    def imported_files(self) -> Set[str]:
+        imported: Set[str] = set()
+        for display, summary in self.summaries.items():
+            for name in summary.imports:
+                imported.update(self.index.modules_of_import(name, display))
+        return imported
+
+    @property
+    def entry_points(self) -> List[EntryPoint]:
+        if self._entry_points is None:
+            self._entry_points = self._find_entry_points()
+        return self._entry_points
+
+    def _find_entry_points(self) -> List[EntryPoint]:
+        entries = []
+        imported: Optional[Set[str]] = None
+        for display in sorted(self.summaries):
+            summary = self.summaries[display]
+            name = Path(display).name
+            reason = None
+            if summary.is_notebook or display.endswith(".ipynb"):
+                reason = "notebook"
+            elif summary.main_guard_line is not None:
+                reason = "main block"
+            elif name == "__main__.py":
+                reason = "__main__.py"
+            elif summary.configured_entry or entry_configured(self.settings, display):
+                reason = "configured"
+            elif summary.module_work and name != "__init__.py" and "." not in (summary.module_name or ""):
+                # A module inside a package is library code even when nothing in the
+                # run imports it (a one-file run, or an API imported by users): only a
+                # main block, `__main__.py` or config `entry-points` make it an entry point.
+                if imported is None:
+                    imported = self.imported_files()
+                if display not in imported:
+                    reason = "script"
+            if reason is not None:
+                entries.append(EntryPoint(display, reason, summary))
+        return entries
+
+    def entry_point(self, display: str) -> Optional[EntryPoint]:
+        return next((e for e in self.entry_points if e.path == display), None)
+
+    # -- resolving calls ---------------------------------------------------------------------
+    def resolve(self, display: str, target: str, depth: int = 0) -> List[Node]:
+        """The first-party functions a call target names (a class: its `__init__`s)."""
+        key = (display, target)
+        cached = self._resolved.get(key)
+        if cached is not None:
+            return cached
+        result: List[Node] = []
+        if depth <= 4:
+            if target.startswith("."):
+                result = self._local(display, target[1:], depth)
+            else:
+                found = self.index.module(target, display)
+                if found is not None and found[1]:
+                    result = self._local(found[0], found[1], depth)
+        self._resolved[key] = result
+        return result
+
+    def _local(self, display: str, name: str, depth: int) -> List[Node]:
+        summary = self.summaries.get(display)
+        if summary is None:
+            return []
+        if name in summary.functions and name not in (MODULE_KEY, MAIN_KEY):
+            return [(display, name)]
+        head, _, rest = name.partition(".")
+        if head in summary.classes:
+            if not rest:
+                return self._constructor(display, head, set())
+            if "." not in rest:
+                method = self._method(display, head, rest, set())
+                return [method] if method else []
+            return []
+        if head in summary.exports:
+            alias = summary.exports[head]
+            return self.resolve(display, alias + ("." + rest if rest else ""), depth + 1) if not alias.startswith(".") else []
+        return []
+
+    def class_node(self, display: str, target: str, depth: int = 0) -> Optional[Tuple[str, str]]:
+        """(file, class name) of a first-party class named by a qualified or local target."""
+        if depth > 4:
+            return None
+        if target.startswith("."):
+            display_, name = display, target[1:]
+        else:
+            found = self.index.module(target, display)
+            if found is None or not found[1]:
+                return None
+            display_, name = found
+        summary = self.summaries.get(display_)
+        if summary is None:
+            return None
+        if name in summary.classes:
+            return display_, name
+        head, _, rest = name.partition(".")
+        if head in summary.exports and not rest:
+            return self.class_node(display_, summary.exports[head], depth + 1)
+        return None
+
+    def base_classes(self, display: str, name: str, seen: Set[Tuple[str, str]]) -> List[Tuple[str, str]]:
+        """The class and its first-party bases, nearest first."""
+        if (display, name) in seen:
+            return []
+        seen.add((display, name))
+        chain = [(display, name)]
+        for base in self.summaries[display].classes[name].bases:
+            found = self.class_node(display, base if not base.startswith(".") else base)
+            if found is not None:
+                chain.extend(self.base_classes(found[0], found[1], seen))
+        return chain
+
+    def _constructor(self, display: str, name: str, seen: Set) -> List[Node]:
+        nodes = []
+        for file, cls in self.base_classes(display, name, seen):
+            key = f"{cls}.__init__"
+            if key in self.summaries[file].functions:
+                nodes.append((file, key))
+        return nodes
+
+    def _method(self, display: str, name: str, method: str, seen: Set) -> Optional[Node]:
+        for file, cls in self.base_classes(display, name, seen):
+            key = f"{cls}.{method}"
+            if key in self.summaries[file].functions:
+                return (file, key)
+        return None
+
+    def edges(self, node: Node) -> List[Node]:
+        found = self._edges.get(node)
+        if found is not None:
+            return found
+        display, key = node
+        summary = self.summaries[display]
+        targets: List[Node] = []
+        function = summary.functions.get(key)
+        if key != MODULE_KEY:
+            targets.append((display, MODULE_KEY))  # a function of a module runs after its import
+        # Importing a first-party module runs its module-level code: at import time for
+        # module-level imports, when the function runs for the lazy ones.
+        imported_here = summary.module_imports if key == MODULE_KEY else (function.imports if function is not None else [])
+        for name in imported_here:
+            for imported in self.index.modules_of_import(name, display):
+                targets.append((imported, MODULE_KEY))
+        if function is not None:
+            for call in function.calls:
+                targets.extend(self.resolve(display, call))
+        unique = list(dict.fromkeys(t for t in targets if t != node and t[0] in self.summaries))
+        self._edges[node] = unique
+        return unique
+
+    # -- reach: strongly connected components, successors first -------------------------------
+    def reach(self, node: Node) -> Reach:
+        if node not in self._reach:
+            self._compute(node)
+        return self._reach[node]
+
+    def _own(self, node: Node) -> Reach:
+        display, key = node
+        function = self.summaries[display].functions.get(key)
+        own = Reach()
+        if function is None:
+            return own
+        for kind, sites in function.draws.items():
+            own.draws[kind] = [Located(display, s) for s in sites]
+        for kind, site in function.covers.items():
+            own.covers[kind] = Located(display, site)
+        own.cuda = [Located(display, s) for s in function.cuda]
+        own.ops = [Located(display, s) for s in function.ops]
+        return own
+
+    def _compute(self, start: Node) -> None:
+        """Iterative Tarjan: every node reachable from `start` gets the union of what it reaches."""
+        index: Dict[Node, int] = {}
+        low: Dict[Node, int] = {}
+        stack: List[Node] = []
+        on_stack: Set[Node] = set()
+        counter = 0
+        work = [(start, 0)]
+        while work:
+            node, position = work.pop()
+            if position == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            successors = self.edges(node)
+            recursed = False
+            while position < len(successors):
+                successor = successors[position]
+                position += 1
+                if successor in self._reach:
+                    continue
+                if successor not in index:
+                    work.append((node, position))
+                    work.append((successor, 0))
+                    recursed = True
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            if recursed:
+                continue
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                combined = Reach()
+                members = set(component)
+                for member in sorted(component):
+                    combined.merge(self._own(member))
+                for member in component:
+                    for successor in self.edges(member):
+                        if successor not in members:
+                            combined.merge(self._reach[successor])
+                for member in component:
+                    self._reach[member] = combined
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+
+    def entry_reach(self, entry: EntryPoint) -> Reach:
+        combined = Reach()
+        keys = [MAIN_KEY, MODULE_KEY]
+        if entry.reason == "configured":
+            # A launcher runs the file's functions (a job runner, `fire`, ...): each may be its start.
+            keys += [key for key in entry.summary.functions if "." not in key and not key.startswith("<")]
+        for key in keys:
+            if key in entry.summary.functions:
+                combined.merge(self.reach((entry.path, key)))
+        return combined
+
+    def files_reached(self, entry: EntryPoint) -> Set[str]:
+        """The files whose code an entry point runs."""
+        start = [(entry.path, key) for key in entry.summary.functions if key in (MAIN_KEY, MODULE_KEY) or entry.reason == "configured"]
+        seen: Set[Node] = set(start)
+        pending = list(start)
+        while pending:
+            for successor in self.edges(pending.pop()):
+                if successor not in seen:
+                    seen.add(successor)
+                    pending.append(successor)
+        return {display for display, _ in seen}
+
+    def deterministic_mode_enabled(self) -> bool:
+        """RULES.md: one entry point that enables the flag silences TDL201 project-wide
+        (library code included); with no entry point, nothing enables it."""
+        return any("deterministic" in self.entry_reach(entry).covers for entry in self.entry_points)
+
+    # -- seeding helpers the fixes can call -----------------------------------------------------------
+    def seeding_helpers(self) -> List[Tuple[Node, Reach]]:
+        """First-party module-level functions whose bodies (transitively) seed, best first."""
+        if self._helpers is None:
+            self._helpers = self._find_seeding_helpers()
+        return self._helpers
+
+    def _find_seeding_helpers(self) -> List[Tuple[Node, Reach]]:
+        found = []
+        configured = set()
+        for name, covers in config_helpers(self.settings).items():
+            for display in self.summaries:
+                for node in self.resolve(display, name):
+                    if node not in configured and "." not in node[1]:
+                        configured.add(node)
+                        reach = Reach(covers={kind: Located(node[0], Site(0, f"`{name}(...)`")) for kind in covers})
+                        found.append((node, reach))
+                break
+        for display, summary in sorted(self.summaries.items()):
+            for name, function in summary.functions.items():
+                if "." in name or name.startswith(("_", "<")) or (display, name) in configured:
+                    continue
+                if not (function.covers or "seed" in name.lower() or any("seed" in c.lower() for c in function.calls)):
+                    continue
+                reach = self.reach((display, name))
+                # A helper seeds and does nothing else worth naming: no draws, no device work.
+                if any(kind in reach.covers for kind in ("torch", "random", "numpy")) and not (reach.draws or reach.cuda or reach.ops):
+                    found.append(((display, name), reach))
+        return found
+
+    def where(self, located: Located) -> str:
+        """`path:line`, or `path:cell N:line` in a notebook."""
+        notebook = getattr(self.sources.get(located.path), "notebook", None)
+        if notebook is None or not located.site.line:
+            return located.where()
+        cell, line, _ = notebook.cell_position(_line_offset(notebook.code, located.site.line))
+        return f"{located.path}:cell {cell}:{line}"
+
+    # -- diagnostics on an entry point -----------------------------------------------------------------
+    def entry_diagnostic(self, entry: EntryPoint, code: str, name: str, message: str, fix=None) -> Diagnostic:
+        source = self.sources.get(entry.path)
+        text = getattr(source, "text", "") or ""
+        line = entry.line
+        offset = _line_offset(text, line)
+        diagnostic = Diagnostic(
+            path=entry.path,
+            line=line,
+            column=1,
+            end_line=line,
+            end_column=1,
+            code=code,
+            name=name,
+            message=message,
+            fix=fix,
+            start_offset=offset,
+            end_offset=offset,
+        )
+        notebook = getattr(source, "notebook", None)
+        if notebook is not None:
+            diagnostic = notebook.place(diagnostic)
+        return diagnostic
+
+
+def _line_offset(text: str, line: int) -> int:
+    offset = 0
+    for _ in range(line - 1):
+        found = text.find("\n", offset)
+        if found < 0:
+            return len(text)
+        offset = found + 1
+    return offset

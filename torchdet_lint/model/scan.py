@@ -1,0 +1,291 @@
+"""Summaries from Python's own `ast`: the whole summary of a file the pre-filter
+skipped (it can pass calls on but neither draw nor seed), and, for every
+file, the fix anchors the project rules insert at (the project phase has no CST).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from torchdet_lint.model.facts import RUNNER_METHODS, RUNNERS, is_setup_call
+from torchdet_lint.model.summary import (
+    MAIN_KEY,
+    MAX_SITES,
+    MODULE_KEY,
+    ClassSummary,
+    FileSummary,
+    FixAnchors,
+    HeaderImport,
+    Site,
+)
+from torchdet_lint.names import canonical
+
+
+def line_starts(text: str) -> List[int]:
+    return [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+
+def _newline_of(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def empty_summary(path: str, module_name: Optional[str], text: str) -> FileSummary:
+    """The summary of a file the pre-filter skipped (it mentions no torch, random,
+    numpy, seed, ...): it can neither draw nor seed, but it can pass calls on
+    (`main.py` calling `train.run()`), so imports, definitions, calls and entry
+    status come from Python's own (much faster) `ast` parser."""
+    summary = FileSummary(path=path, module_name=module_name, parsed=False, is_package=path.endswith("__init__.py"))
+    tree = _ast_tree(text)
+    if tree is None:
+        return summary
+    try:
+        _AstScanner(summary, text).scan(tree)
+    except RecursionError:
+        pass
+    return summary
+
+
+def _ast_tree(text: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # syntax LibCST accepts but this Python does not: no lines, no fix anchors
+
+
+def _absolute_module(summary: FileSummary, node: ast.ImportFrom) -> str:
+    module = node.module or ""
+    if not node.level:
+        return module
+    parts = summary.module_name.split(".") if summary.module_name else []
+    if not summary.is_package:
+        parts = parts[:-1]
+    if node.level > 1:
+        parts = parts[: max(0, len(parts) - (node.level - 1))]
+    base = ".".join(parts)
+    return f"{base}.{module}" if base and module else (base or module)
+
+
+def _import_bindings(summary: FileSummary, statement: ast.stmt):
+    """(bound name, qualified module or name) for one import statement."""
+    if isinstance(statement, ast.Import):
+        for alias in statement.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                head = alias.name.split(".")[0]
+                yield head, head
+    elif isinstance(statement, ast.ImportFrom):
+        module = _absolute_module(summary, statement)
+        for alias in statement.names:
+            if alias.name != "*":
+                yield alias.asname or alias.name, f"{module}.{alias.name}" if module else alias.name
+
+
+def _module_level(body: Sequence[ast.stmt]):
+    """Module-level statements, into `if` / `try` / `with` blocks, except the main block."""
+    for statement in body:
+        if _is_main_guard(statement):
+            continue
+        yield statement
+        if isinstance(statement, (ast.If, ast.Try, ast.With)):
+            children = [*statement.body, *getattr(statement, "orelse", []), *getattr(statement, "finalbody", [])]
+            for handler in getattr(statement, "handlers", []):
+                children.extend(handler.body)
+            yield from _module_level(children)
+
+
+def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
+    """The main guard's line, the module-level import bindings with their lines, and
+    the offsets the project fixes insert at (after the imports, top of the main block)."""
+    starts = line_starts(text)
+
+    def offset(line: int) -> int:
+        return starts[line - 1] if 0 < line <= len(starts) else len(text)
+
+    body = tree.body
+    after_line = body[0].lineno if body else len(starts) + 1
+    headers = []
+    for index, statement in enumerate(body):
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            headers.append(statement)
+            after_line = (statement.end_lineno or statement.lineno) + 1
+        elif index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str):
+            after_line = (statement.end_lineno or statement.lineno) + 1
+        else:
+            break
+    after = offset(after_line)
+    anchors = FixAnchors(after, after == len(text) and bool(text) and not text.endswith(("\n", "\r")), after_line, newline=_newline_of(text))
+    for statement in headers:
+        end = offset((statement.end_lineno or statement.lineno) + 1)
+        module = statement.names[0].name if isinstance(statement, ast.Import) else "." * statement.level + (statement.module or "")
+        anchors.header_imports.append(HeaderImport(offset(statement.lineno), end, module, isinstance(statement, ast.ImportFrom)))
+    for statement in body:
+        if _is_main_guard(statement):
+            summary.main_guard_line = statement.lineno
+            first = statement.body[0]
+            first_line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
+            if first_line > statement.lineno:
+                anchors.main_top = offset(first_line)
+                anchors.main_top_line = first_line
+                line_text = text[anchors.main_top : anchors.main_top + 200]
+                anchors.main_indent = line_text[: len(line_text) - len(line_text.lstrip(" \t"))]
+            break
+    bindings: Dict[str, Tuple[str, int]] = {}
+    for statement in _module_level(body):
+        for name, qualified in _import_bindings(summary, statement):
+            bindings.setdefault(name, (qualified, statement.lineno))
+    summary.module_bindings = bindings
+    summary.anchors = anchors
+
+
+class _AstScanner:
+    def __init__(self, summary: FileSummary, text: str) -> None:
+        self.summary = summary
+        self.text = text
+        self.bindings: Dict[str, str] = {}
+        self.local_defs: Set[str] = set()
+        self.types: Dict[str, Dict[str, str]] = {}  # function -> local name -> the class it was built from
+
+    def scan(self, tree: ast.Module) -> None:
+        summary = self.summary
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                summary.imports.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                module = _absolute_module(summary, node)
+                for alias in node.names:
+                    summary.imports.append(module if alias.name == "*" else (f"{module}.{alias.name}" if module else alias.name))
+        for statement in tree.body:
+            self._bind_module_level(statement)
+        summary.exports = {k: canonical(v) for k, v in self.bindings.items()}
+        for statement in tree.body:
+            self._statement(statement, MODULE_KEY, None)
+        # Pre-filtered files are few: give each the anchors (it may be a configured entry point).
+        ast_anchors(tree, self.text, summary)
+
+    def _bind_module_level(self, statement: ast.stmt) -> None:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.local_defs.add(statement.name)
+            self.bindings.pop(statement.name, None)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for name, qualified in _import_bindings(self.summary, statement):
+                self.bindings[name] = qualified
+        elif isinstance(statement, (ast.If, ast.Try)):
+            for child in [*statement.body, *getattr(statement, "orelse", []), *getattr(statement, "finalbody", [])]:
+                self._bind_module_level(child)
+
+    def _target(self, node: ast.AST, class_name: Optional[str]) -> Optional[str]:
+        dotted = _ast_dotted(node)
+        if dotted is None:
+            return None
+        parts = dotted.split(".")
+        head = parts[0]
+        if head == "self" and class_name and len(parts) == 2:
+            return f".{class_name}.{parts[1]}"
+        if head in self.local_defs:
+            return "." + dotted
+        if head in self.bindings:
+            return canonical(".".join([self.bindings[head], *parts[1:]]))
+        return None
+
+    def _statement(self, statement: ast.stmt, key: str, class_name: Optional[str]) -> None:
+        summary = self.summary
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = f"{class_name}.{statement.name}" if class_name else statement.name
+            summary.function(inner)
+            if class_name:
+                summary.classes[class_name].methods.append(statement.name)
+            else:
+                arguments = statement.args
+                positional = [*arguments.posonlyargs, *arguments.args]
+                required = len(positional) - len(arguments.defaults) + sum(1 for d in arguments.kw_defaults if d is None)
+                names = {a.arg for a in (*positional, *arguments.kwonlyargs)}
+                summary.signatures[statement.name] = (required, positional[0].arg if positional else "", "seed" in names)
+            for child in statement.body:
+                self._walk_calls(child, inner, class_name)
+            return
+        if isinstance(statement, ast.ClassDef) and class_name is None:
+            summary.classes[statement.name] = ClassSummary(
+                statement.lineno, [t for t in (self._target(b, None) for b in statement.bases) if t]
+            )
+            for child in statement.body:
+                self._statement(child, MODULE_KEY, statement.name)
+            return
+        if class_name is None and _is_main_guard(statement):
+            summary.main_guard_line = statement.lineno
+            for child in statement.body:
+                self._walk_calls(child, MAIN_KEY, None)
+            return
+        if class_name is None:
+            if isinstance(statement, (ast.For, ast.While, ast.AsyncFor)):
+                summary.module_work = True
+            elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+                call = statement.value
+                if not is_setup_call(self._target(call.func, None), _ast_dotted(call.func)):
+                    summary.module_work = True
+            elif isinstance(statement, (ast.If, ast.Try, ast.With)):
+                for child in [*statement.body, *getattr(statement, "orelse", []), *getattr(statement, "finalbody", [])]:
+                    self._statement(child, key, None)
+                for handler in getattr(statement, "handlers", []):
+                    for child in handler.body:
+                        self._statement(child, key, None)
+                return
+        self._walk_calls(statement, key, class_name)
+
+    def _walk_calls(self, node: ast.AST, key: str, class_name: Optional[str]) -> None:
+        function = self.summary.function(key)
+        seen = set(function.calls)
+        types = self.types.setdefault(key, {})
+        for child in ast.walk(node):
+            # `trainer = Trainer()`, then `trainer.fit()`: the method of that class
+            if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name) and isinstance(child.value, ast.Call):
+                called = self._target(child.value.func, class_name)
+                if called:
+                    types[child.targets[0].id] = called
+        imports = self.summary.module_imports if key == MODULE_KEY else function.imports
+        for child in ast.walk(node):
+            if isinstance(child, ast.Import):
+                imports.extend(alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                module = _absolute_module(self.summary, child)
+                imports.extend(module if a.name == "*" else (f"{module}.{a.name}" if module else a.name) for a in child.names)
+            if isinstance(child, ast.Call):
+                target = self._target(child.func, class_name)
+                func = child.func
+                if target is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in types:
+                    target = f"{types[func.value.id]}.{func.attr}"
+                if target:
+                    function.add_call(target, seen)
+                if isinstance(child.func, ast.Attribute) and child.func.attr == "cuda" and len(function.cuda) < MAX_SITES:
+                    function.cuda.append(Site(child.lineno, "`.cuda()`"))
+                if target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS):
+                    for argument in [*child.args, *(k.value for k in child.keywords)]:
+                        if isinstance(argument, (ast.Name, ast.Attribute)):
+                            reference = self._target(argument, class_name)
+                            if reference:
+                                function.add_call(reference, seen)
+
+
+def _ast_dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_main_guard(statement: ast.stmt) -> bool:
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return False
+    test = statement.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+        isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+    )

@@ -1,0 +1,158 @@
+"""FileSummary: what the project phase needs to know about one file, as plain
+picklable data (small, cacheable). `collector.py` fills it during the shared
+traversal; `scan.py` fills it for a file the pre-filter skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+MODULE_KEY = "<module>"  # module-level code outside the main block
+MAIN_KEY = "<main>"  # the `if __name__ == "__main__":` block
+LAMBDA_KEY = "<lambda>"  # lambdas stored for later: reached by nothing
+RNG_KINDS = ("torch", "random", "numpy")
+MAX_SITES = 5  # sites kept per function and kind: enough for messages, small to pickle
+
+
+@dataclass
+class Site:
+    """Something found at a line of the file: a draw, a seeding, CUDA work, an operation."""
+
+    line: int
+    text: str
+
+
+@dataclass
+class FunctionSummary:
+    calls: List[str] = field(default_factory=list)  # targets: qualified names, or ".local" names of this file
+    imports: List[str] = field(default_factory=list)  # modules imported when this code runs (lazy imports)
+    draws: Dict[str, List[Site]] = field(default_factory=dict)  # RNG kind -> first sites
+    covers: Dict[str, Site] = field(default_factory=dict)  # torch/random/numpy/deterministic/cudnn/cuda -> first site
+    cuda: List[Site] = field(default_factory=list)
+    ops: List[Site] = field(default_factory=list)
+
+    def add_call(self, target: str, seen: Set[str]) -> None:
+        if target not in seen:
+            seen.add(target)
+            self.calls.append(target)
+
+    def add_draw(self, kind: str, site: Site) -> None:
+        sites = self.draws.setdefault(kind, [])
+        if len(sites) < MAX_SITES:
+            sites.append(site)
+
+    def add_cover(self, kind: str, site: Site) -> None:
+        self.covers.setdefault(kind, site)
+
+
+@dataclass
+class RngAttribute:
+    """An RNG object the dataset class creates outside the workers."""
+
+    attribute: str  # `self.<attribute>` (or the module-level name for a module RNG)
+    constructor: str  # qualified constructor name
+    line: int
+    module_level: bool = False
+
+
+@dataclass
+class ClassSummary:
+    line: int
+    bases: List[str] = field(default_factory=list)  # qualified names, or ".Local"
+    methods: List[str] = field(default_factory=list)
+    rng_attributes: List[RngAttribute] = field(default_factory=list)  # class body and __init__
+    global_draws: List[Site] = field(default_factory=list)  # legacy NumPy global RNG in any method
+
+
+@dataclass
+class DatasetRef:
+    """What a DataLoader's dataset expression was resolved to."""
+
+    targets: List[str]  # the classes (qualified or ".Local"): one, or a ConcatDataset's members
+    wrappers: List[str] = field(default_factory=list)  # Subset / ConcatDataset / random_split around them
+    text: str = ""  # the expression as written
+
+
+@dataclass
+class LoaderSite:
+    """A DataLoader with workers and no `worker_init_fn=` (a TDL102 candidate)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    start_offset: int
+    end_offset: int
+    dataset: Optional[DatasetRef]
+    keyword_offset: Optional[int]  # where `, worker_init_fn=seed_worker` goes (end of the last argument)
+    worker_function: Optional[str] = None  # an existing module-level worker function to reuse
+
+
+@dataclass
+class WorkerFunction:
+    """A module-level `seed_worker`-like function the TDL102 fix can reuse."""
+
+    name: str
+    end_offset: int  # where lines are appended to its body
+    indent: str
+    parameter: str
+    text: str  # its source, to see what it already re-creates
+
+
+@dataclass
+class HeaderImport:
+    start: int
+    end: int
+    module: str
+    is_from: bool
+
+
+@dataclass
+class FixAnchors:
+    """Offsets the project fixes need (the project phase has no CST)."""
+
+    after_imports: int
+    after_imports_eof: bool  # inserting at the end of a file without a final newline
+    after_imports_line: int = 1
+    main_top: Optional[int] = None  # start of the main block's first line
+    main_top_line: int = 0
+    main_indent: str = ""
+    header_imports: List[HeaderImport] = field(default_factory=list)
+    newline: str = "\n"
+
+
+@dataclass
+class FileSummary:
+    path: str
+    module_name: Optional[str] = None
+    imports: List[str] = field(default_factory=list)  # qualified modules/names imported anywhere, in order
+    module_imports: List[str] = field(default_factory=list)  # those imported at module level (run on import)
+    imports_torch: bool = False
+    is_notebook: bool = False  # a Jupyter notebook: an entry point of its own (module_name is None)
+    is_package: bool = False
+    parsed: bool = True  # False: filled by the cheap scan of a pre-filtered file
+    main_guard_line: Optional[int] = None
+    module_work: bool = False  # a loop or a call statement at module level (a script when nothing imports it)
+    configured_entry: bool = False  # matches config `entry-points`
+    functions: Dict[str, FunctionSummary] = field(default_factory=dict)
+    classes: Dict[str, ClassSummary] = field(default_factory=dict)
+    signatures: Dict[str, Tuple[int, str, bool]] = field(default_factory=dict)  # function -> (required positionals, first parameter, has `seed`)
+    exports: Dict[str, str] = field(default_factory=dict)  # module-level name -> qualified name it is bound to
+    # Module-level imports outside the main block, name -> (qualified module or name, line); filled with `anchors`.
+    module_bindings: Dict[str, Tuple[str, int]] = field(default_factory=dict)
+    module_rngs: Dict[str, RngAttribute] = field(default_factory=dict)
+    loaders: List[LoaderSite] = field(default_factory=list)
+    worker_functions: Dict[str, WorkerFunction] = field(default_factory=dict)
+    anchors: Optional[FixAnchors] = None
+    rng_import_edits: Dict[str, Tuple[int, str]] = field(default_factory=dict)  # module -> (offset, text) for TDL102
+
+    def function(self, key: str) -> FunctionSummary:
+        summary = self.functions.get(key)
+        if summary is None:
+            summary = self.functions[key] = FunctionSummary()
+        return summary
+
+    @property
+    def defined(self) -> Set[str]:
+        return set(self.functions) | set(self.classes)

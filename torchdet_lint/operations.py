@@ -1,0 +1,304 @@
+"""Which catalog operations a call performs (`rules/ops.toml`, `rules/third_party.toml`),
+at the file's target torch version: the one matcher behind TDL201-TDL203 and
+the file summaries' record of the operations an entry point reaches.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchdet_lint.catalog import (
+    DETERMINISTIC_ALTERNATIVE,
+    IGNORES_FLAG,
+    NOT_LITERAL,
+    OPAQUE_DEFAULT,
+    RAISES,
+    REQUIRED,
+    THIRD_PARTY_KIND,
+    Case,
+    Catalog,
+    Form,
+    Operation,
+    Symbol,
+    Truth,
+    evaluate_all,
+    load_catalog,
+)
+from torchdet_lint.names import dotted_name, find_arg, literal
+
+_SEVERITY = {RAISES: 2, IGNORES_FLAG: 2, DETERMINISTIC_ALTERNATIVE: 1}
+# Receivers that are almost never tensors: `self.gather(...)` is the class's own method.
+_NON_TENSOR_RECEIVERS = frozenset({"self", "cls"})
+
+
+@dataclass(frozen=True)
+class OperationMatch:
+    """One catalog operation a call performs, at the file's target torch version."""
+
+    op_id: str
+    op_name: str  # the catalog's name of the operation: "interpolate", "reflection padding"
+    name: str  # the call as the user wrote it: `F.interpolate`, `nn.Upsample`, `Tensor.index_add_`
+    behavior: str  # "raises" | "deterministic-alternative" | "ignores-flag"
+    condition: str  # e.g. "backward on CUDA, floating point, mode='bicubic'"
+    certain: bool  # False when a non-literal argument may or may not meet the condition
+    case_id: str
+    label: str  # the argument case, e.g. "mode='bicubic'" ("" when the op has one case)
+    remedy: str
+    strict_only: bool = False  # TDL202 reports it in profile strict only
+    third_party: bool = False
+    honoured_since: Optional[Tuple[int, int]] = None  # third party through a torch op the flag fixes
+    via: str = ""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    operation: Operation
+    form: Form
+    as_method: bool  # arguments exclude the tensor the method is called on
+
+
+class _Index:
+    """The catalog's call forms by qualified name and by method name, plus the
+    set of last name segments used to skip most calls without resolving them."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.by_qualified: Dict[str, List[_Entry]] = {}
+        self.by_method: Dict[str, List[_Entry]] = {}
+        for operation in catalog.operations:
+            if not operation.report:
+                continue
+            for form in operation.forms:
+                for name in (*form.functions, *form.modules):
+                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False))
+                for name in form.methods:
+                    self.by_method.setdefault(name, []).append(_Entry(operation, form, True))
+                    # `torch.Tensor.index_add_(x, ...)`: the method called as a function
+                    self.by_qualified.setdefault("torch.Tensor." + name, []).append(_Entry(operation, form, False))
+        self.segments = frozenset(name.rsplit(".", 1)[-1] for name in self.by_qualified) | frozenset(self.by_method)
+
+
+_INDEXES: Dict[int, _Index] = {}
+
+
+def _index(catalog: Catalog) -> _Index:
+    index = _INDEXES.get(id(catalog))
+    if index is None or index.catalog is not catalog:
+        index = _INDEXES[id(catalog)] = _Index(catalog)
+    return index
+
+
+# -- argument values ---------------------------------------------------------------
+
+
+def _argument_value(node: cst.BaseExpression, context) -> Any:
+    value = literal(node)
+    if value is NOT_LITERAL and isinstance(node, (cst.Name, cst.Attribute)):
+        qualified = context.qualified_name(node)
+        if qualified and not qualified.startswith("builtins."):
+            return Symbol(qualified)
+    return value
+
+
+def _parameter_values(entry: _Entry, call: cst.Call, context) -> Dict[str, Any]:
+    """Each signature parameter's value at this call: the argument (literal,
+    Symbol or NOT_LITERAL), else the form's fixed value, else the default."""
+    form = entry.form
+    values: Dict[str, Any] = dict(form.fixed)
+    if form.params is None:
+        return values
+    params = form.params[1:] if entry.as_method else form.params
+    # `*args` / `**kwargs` splats are taken to carry other arguments (timm passes
+    # `**dd` with device and dtype to every layer); a condition hidden in one is not seen.
+    position = 0
+    for param in params:
+        if param.name in values:
+            continue
+        arg = find_arg(call, keyword=param.name, position=None if param.keyword_only else position)
+        if not param.keyword_only:
+            position += 1
+        if arg is not None:
+            values[param.name] = _argument_value(arg.value, context)
+        elif param.default is REQUIRED:
+            values[param.name] = None  # given some other way (`value=` instead of `src`)
+        elif param.default is OPAQUE_DEFAULT:
+            values[param.name] = NOT_LITERAL
+        else:
+            values[param.name] = param.default
+    return values
+
+
+def _fits_method(form: Form, call: cst.Call) -> bool:
+    """Whether a method call can be this Tensor method: its keywords exist and its
+    required arguments are there (`queue.put(item, block=False)`, `df.median()`,
+    `accelerator.gather(x)` are other APIs)."""
+    params = (form.params or ())[1:]
+    names = {param.name for param in params}
+    positional = [param for param in params if not param.keyword_only]
+    star = any(arg.star == "*" for arg in call.args)
+    star_kwargs = any(arg.star == "**" for arg in call.args)
+    given_positional = 0
+    given_keywords = set()
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            given_positional += 1
+        elif arg.keyword.value not in names:
+            return False
+        else:
+            given_keywords.add(arg.keyword.value)
+    if not star and given_positional > len(positional):
+        return False
+    if star or star_kwargs:
+        return True
+    required = [param for param in positional if param.default is REQUIRED]
+    filled = sum(1 for index, param in enumerate(required) if index < given_positional or param.name in given_keywords)
+    return filled == len(required)
+
+
+# -- matching ----------------------------------------------------------------------
+
+
+def _candidates(context, call: cst.Call, index: _Index) -> List[_Entry]:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        last = func.attr.value
+        if last not in index.segments:
+            return []
+    elif isinstance(func, cst.Name):
+        last = func.value
+        if last not in index.segments:
+            # `from torch.nn.functional import interpolate as resize`
+            bound = context.resolver.module_final.get(last)
+            if not bound or bound.rsplit(".", 1)[-1] not in index.segments:
+                return []
+    else:
+        return []
+    qualified = context.call_name(call)
+    if qualified is not None:
+        return index.by_qualified.get(qualified, [])
+    if not isinstance(func, cst.Attribute) or not context.imports_torch:
+        return []
+    receiver = func.value
+    if isinstance(receiver, cst.Name) and receiver.value in _NON_TENSOR_RECEIVERS:
+        return []
+    return [entry for entry in index.by_method.get(last, ()) if _fits_method(entry.form, call)]
+
+
+def _display_name(call: cst.Call, entry: _Entry, context) -> str:
+    func = call.func
+    if entry.as_method and isinstance(func, cst.Attribute):
+        return "Tensor." + func.attr.value
+    spelled = dotted_name(func)
+    if spelled and len(spelled) <= 48:
+        return spelled
+    return entry.operation.name
+
+
+def _match_entry(entry: _Entry, call: cst.Call, context) -> Optional[OperationMatch]:
+    operation = entry.operation
+    form = entry.form
+    values = _parameter_values(entry, call, context)
+    form_truth = evaluate_all(form.when, values)
+    if form_truth is Truth.NO:
+        return None
+    version = context.torch_version
+    best: Optional[Tuple[int, int, Case, str]] = None
+    maybe_labels: List[str] = []
+    for case in operation.cases:
+        if form.cases is not None and case.id not in form.cases:
+            continue
+        truth = min(form_truth, evaluate_all(case.when, values))
+        if truth is Truth.NO:
+            continue
+        status = operation.status_at(case, version)
+        if status not in _SEVERITY:
+            continue
+        if truth is Truth.MAYBE and case.label:
+            maybe_labels.append(case.label)
+        key = (_SEVERITY[status], int(truth))
+        if best is None or key > best[:2]:
+            best = (key[0], key[1], case, status)
+    if best is None:
+        return None
+    severity, truth, case, status = best
+    certain = truth == int(Truth.YES)
+    label = case.label
+    if not certain:
+        # Name every case of the worst behaviour a non-literal argument could select.
+        same = [c.label for c in operation.cases if c.label in maybe_labels and operation.status_at(c, version) == status]
+        label = " or ".join(dict.fromkeys(same)) or label
+    condition = case.condition_text() + (f", {label}" if label else "")
+    return OperationMatch(
+        op_id=operation.id,
+        op_name=operation.name,
+        name=_display_name(call, entry, context),
+        behavior=status,
+        condition=condition,
+        certain=certain,
+        case_id=case.id,
+        label=label,
+        remedy=case.remedy,
+        strict_only=operation.strict_only,
+        third_party=operation.kind == THIRD_PARTY_KIND,
+        honoured_since=operation.honoured_since,
+        via=operation.via,
+    )
+
+
+class _Matcher:
+    """Per file: remembers the last call's answer, since TDL201, TDL202, TDL203
+    and the summary collector all ask about the same call in one traversal."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.index = _index(catalog)
+        self.last_call: Optional[cst.Call] = None
+        self.last_matches: List[OperationMatch] = []
+
+    def matches(self, context, call: cst.Call) -> List[OperationMatch]:
+        if call is self.last_call:
+            return self.last_matches
+        result: List[OperationMatch] = []
+        seen = set()
+        for entry in _candidates(context, call, self.index):
+            if entry.operation.id in seen:
+                continue
+            match = _match_entry(entry, call, context)
+            if match is not None:
+                seen.add(entry.operation.id)
+                result.append(match)
+        self.last_call, self.last_matches = call, result
+        return result
+
+
+_MATCHERS: "weakref.WeakKeyDictionary[Any, _Matcher]" = weakref.WeakKeyDictionary()
+
+
+def _all_matches(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+    catalog = catalog or load_catalog()
+    matcher = _MATCHERS.get(context)
+    if matcher is None or matcher.index.catalog is not catalog:
+        matcher = _MATCHERS[context] = _Matcher(catalog)
+    return matcher.matches(context, call)
+
+
+def match_operations(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+    """The catalog operations a call performs that the flag governs at the file's
+    target version: behaviour "raises" (TDL202) or "deterministic-alternative"
+    (TDL201), convolutions and the strict-only losses included, and third-party
+    functions that reach a torch operation the flag makes deterministic.
+
+    Works whether or not any TDL2xx rule is selected; cheap for calls that
+    cannot match (a set lookup on the last name segment).
+    """
+    return [m for m in _all_matches(context, call, catalog) if m.behavior != IGNORES_FLAG]
+
+
+def match_third_party(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+    """The third-party kernels (TDL203) a call performs."""
+    return [m for m in _all_matches(context, call, catalog) if m.third_party]

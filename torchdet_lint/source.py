@@ -1,0 +1,91 @@
+"""Source text as read: decoding as Python does (BOM, coding cookie) with line
+endings kept, encoding back to the same bytes, line/offset arithmetic, and
+Python's own parse of a text.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import tokenize
+import warnings
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+from typing import Tuple
+
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass
+class SourceText:
+    text: str
+    encoding: str = "utf-8"
+    bom: bool = False
+
+
+class SourceError(Exception):
+    """The file cannot be read or decoded; the message says why."""
+
+
+def decode_source(data: bytes) -> SourceText:
+    """Decode as Python does (BOM, coding cookie), keeping line endings untouched."""
+    try:
+        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    except SyntaxError as error:
+        raise SourceError(f"cannot decode: {error}") from None
+    bom = encoding == "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise SourceError(f"cannot decode as {encoding}: {error}") from None
+    return SourceText(text, "utf-8" if bom else encoding, bom)
+
+
+def encode_source(source: SourceText, text: str) -> bytes:
+    data = text.encode(source.encoding)
+    return (b"\xef\xbb\xbf" + data) if source.bom else data
+
+
+def read_source(path: Path) -> SourceText:
+    return decode_source(read_bytes(path))
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from None
+
+
+def python_ast(text: str, filename: str = "<source>") -> ast.Module:
+    """Python's own parse of a source, without the SyntaxWarnings it would print for the user's code."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(text, filename, "exec", ast.PyCF_ONLY_AST)
+
+
+class LineIndex:
+    """Converts between (1-based line, 0-based column) and character offsets."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
+
+    def offset(self, line: int, column: int) -> int:
+        if line - 1 >= len(self.starts):
+            return len(self.text)
+        return min(self.starts[line - 1] + column, len(self.text))
+
+    def position(self, offset: int) -> Tuple[int, int]:
+        index = bisect.bisect_right(self.starts, offset) - 1
+        return index + 1, offset - self.starts[index]
+
+    def line_text(self, line: int) -> str:
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
