@@ -200,7 +200,7 @@ def _fix_tree(root: Path, select, unsafe: bool = True, write: bool = True):
     settings = Settings(root=root, select=tuple(select))
     files, _ = discover([str(root)], root, cwd=root)
     options = make_options(settings, first_party_names(files))
-    return fix_run(run(files, options, jobs=1), files, options, unsafe=unsafe, write=write, jobs=1)
+    return fix_run(run(files, options, jobs=1), unsafe=unsafe, write=write, jobs=1)
 
 
 def test_fixes_that_undo_each_other_leave_the_file_and_say_so(tmp_path: Path, test_rules) -> None:
@@ -278,7 +278,7 @@ def test_a_file_changed_on_disk_meanwhile_is_not_overwritten(tmp_path: Path) -> 
     options = make_options(settings)
     result = run(files, options)
     path.write_text(BENCHMARK_ON + "# edited in an editor\n")
-    report = fix_run(result, files, options)
+    report = fix_run(result, unsafe=False)
     assert report.errors and "changed on disk" in report.errors[0]
     assert path.read_text() == BENCHMARK_ON + "# edited in an editor\n"
 

@@ -104,7 +104,7 @@ def _fix_copy(code: str, case: Path, copy: Path) -> FixReport:
     settings = settings_from(_config(case), root, select=[code])
     files, _ = discover([str(copy)], root, cwd=root)
     options = make_options(settings, first_party_names(files))
-    return fix_run(run(files, options, jobs=1), files, options, unsafe=True, write=True, jobs=1)
+    return fix_run(run(files, options, jobs=1), unsafe=True, write=True, jobs=1)
 
 
 def _check_fixes(code: str, case: Path, tmp_path: Path, update: bool) -> None:

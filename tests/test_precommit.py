@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import pytest
 import yaml
@@ -54,21 +54,38 @@ def _snapshot_hook_repo(destination: Path, env: Dict[str, str]) -> str:
     return _git("rev-parse", "HEAD", cwd=destination, env=env)
 
 
-@pytest.fixture
-def git_env(tmp_path: Path) -> Dict[str, str]:
+@pytest.fixture(scope="module")
+def git_env(tmp_path_factory) -> Dict[str, str]:
+    """git and pre-commit isolated from the user's set-up; one pre-commit home for the
+    module, so that the hook environment is built once."""
+    home = tmp_path_factory.mktemp("pre-commit")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
     env.update(
         GIT_AUTHOR_NAME="test",
         GIT_AUTHOR_EMAIL="test@example.com",
         GIT_COMMITTER_NAME="test",
         GIT_COMMITTER_EMAIL="test@example.com",
-        GIT_CONFIG_GLOBAL=str(tmp_path / "gitconfig"),
+        GIT_CONFIG_GLOBAL=str(home / "gitconfig"),
         GIT_CONFIG_NOSYSTEM="1",
-        PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
+        PRE_COMMIT_HOME=str(home / "pre-commit-home"),
         NO_COLOR="1",
     )
-    (tmp_path / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n", encoding="utf-8")
+    (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n", encoding="utf-8")
     return env
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory, git_env: Dict[str, str]) -> Tuple[Path, str]:
+    """This checkout's hooks, as a repository pre-commit can install from: (path, revision)."""
+    repository = tmp_path_factory.mktemp("hook-repo")
+    return repository, _snapshot_hook_repo(repository, git_env)
+
+
+def _project_using_hooks(project: Path, hook_repo: Tuple[Path, str], git_env: Dict[str, str], hooks) -> None:
+    project.mkdir()
+    _git("init", "-q", cwd=project, env=git_env)
+    config = {"repos": [{"repo": str(hook_repo[0]), "rev": hook_repo[1], "hooks": hooks}]}
+    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
 def test_manifest_declares_both_hooks() -> None:
@@ -84,24 +101,9 @@ def test_manifest_declares_both_hooks() -> None:
     assert "--fix" not in hooks["torchdet-lint"]["entry"].split()
 
 
-def test_hooks_in_a_real_repository(tmp_path: Path, git_env: Dict[str, str]) -> None:
-    hook_repo = tmp_path / "hook-repo"
-    hook_repo.mkdir()
-    revision = _snapshot_hook_repo(hook_repo, git_env)
-
+def test_hooks_in_a_real_repository(tmp_path: Path, git_env: Dict[str, str], hook_repo) -> None:
     project = tmp_path / "project"
-    project.mkdir()
-    _git("init", "-q", cwd=project, env=git_env)
-    config = {
-        "repos": [
-            {
-                "repo": str(hook_repo),
-                "rev": revision,
-                "hooks": [{"id": "torchdet-lint"}, {"id": "torchdet-lint-fix", "stages": ["manual"]}],
-            }
-        ]
-    }
-    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    _project_using_hooks(project, hook_repo, git_env, [{"id": "torchdet-lint"}, {"id": "torchdet-lint-fix", "stages": ["manual"]}])
     # Excluded by the config: pre-commit names it explicitly, --force-exclude keeps it out.
     (project / "pyproject.toml").write_text('[tool.torchdet-lint]\nextend-exclude = ["vendored"]\n', encoding="utf-8")
     (project / "vendored").mkdir()
@@ -151,6 +153,36 @@ def test_hooks_in_a_real_repository(tmp_path: Path, git_env: Dict[str, str]) -> 
             timeout=120,
         )
         assert probe.stdout.split() == ["True", "False"], probe.stdout + probe.stderr
+
+
+def test_a_staged_entry_point_sees_the_unstaged_seed_helper(tmp_path: Path, git_env: Dict[str, str], hook_repo) -> None:
+    """pre-commit passes only the staged files: `train.py`, seeded through the committed
+    `utils/seed.py`, passes; the unseeded `train2.py` fails the commit with TDL001."""
+    from test_partial_runs import TRAIN, UNSEEDED, helper_seeded_project
+
+    project = tmp_path / "project"
+    _project_using_hooks(project, hook_repo, git_env, [{"id": "torchdet-lint"}])
+    shutil.rmtree(project / ".git")
+    helper_seeded_project(project)
+    shutil.rmtree(project / ".git")
+    _git("init", "-q", cwd=project, env=git_env)
+    (project / "train.py").unlink()
+    (project / "train2.py").unlink()
+    _git("add", ".pre-commit-config.yaml", "utils/seed.py", cwd=project, env=git_env)
+    _git("commit", "-q", "-m", "the seed helper", "--no-verify", cwd=project, env=git_env)
+
+    (project / "train.py").write_text(TRAIN, encoding="utf-8")
+    (project / "train2.py").write_text(UNSEEDED, encoding="utf-8")  # on disk, not staged
+    _git("add", "train.py", cwd=project, env=git_env)
+    staged_only = _pre_commit("run", cwd=project, env=git_env)
+    assert staged_only.returncode == 0, staged_only.stdout + staged_only.stderr
+
+    _git("add", "train2.py", cwd=project, env=git_env)
+    both = _pre_commit("run", cwd=project, env=git_env)
+    output = both.stdout + both.stderr
+    assert both.returncode == 1, output
+    main_line = UNSEEDED.splitlines().index('if __name__ == "__main__":') + 1
+    assert f"train2.py:{main_line}:1: TDL001" in output and "train.py:" not in output.replace("train2.py:", ""), output
 
 
 def _hook_pythons(home: Path) -> List[Path]:

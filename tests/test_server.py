@@ -553,6 +553,31 @@ def test_project_rules_use_the_other_files_summaries(tmp_path: Path) -> None:
     run(scenario())
 
 
+def test_a_seed_helper_that_is_not_open_counts(tmp_path: Path) -> None:
+    """The editor agrees with `torchdet-lint .`: `train.py` seeds through `utils/seed.py`,
+    which is never opened; the unseeded `train2.py` gets TDL001-TDL003."""
+    from test_partial_runs import SEED_CODES, TRAIN, UNSEEDED, helper_seeded_project
+
+    helper_seeded_project(tmp_path)
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            unseeded = session.open("train2.py", UNSEEDED)
+            diagnostics = await session.diagnostics(unseeded, lambda d: len(d) == 3)
+            assert codes(diagnostics) == SEED_CODES
+            # The project is indexed by now (train2.py's findings need it): the first lint of
+            # train.py runs the project phase.
+            seeded = session.open("train.py", TRAIN)
+            assert await session.diagnostics(seeded) == []
+            # Unsaved edits count for the buffer itself: without the call, train.py is unseeded.
+            seen = session.count(seeded)
+            session.replace(seeded, UNSEEDED)
+            diagnostics = await session.diagnostics(seeded, lambda d: len(d) == 3, after=seen)
+            assert codes(diagnostics) == SEED_CODES
+
+    run(scenario())
+
+
 def test_server_subcommand_help_and_bad_option(tmp_path: Path) -> None:
     from conftest import run_cli
 

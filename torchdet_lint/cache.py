@@ -6,15 +6,21 @@ the project phase runs over cached summaries.
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import hashlib
 import os
 import pickle
+import sys
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Dict, Optional, Tuple
 
 from torchdet_lint import __version__
 from torchdet_lint.data import rules_directory
+from torchdet_lint.engine import cyclic_gc_paused
 
 CACHE_DIR_NAME = ".torchdet_lint_cache"
 _FORMAT = 1  # bump when the pickled result layout changes
@@ -97,7 +103,7 @@ class Cache:
         entry = self._entry(key)
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
-            self._mark_directory()
+            _mark_directory(self.directory)
             handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
             with os.fdopen(handle, "wb") as out:
                 pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -105,10 +111,155 @@ class Cache:
         except OSError:
             pass  # a read-only tree still lints; it just is not cached
 
-    def _mark_directory(self) -> None:
-        ignore = self.directory / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Created by torchdet-lint\n*\n", encoding="utf-8")
-            (self.directory / "CACHEDIR.TAG").write_text(
-                "Signature: 8a477f597d28d172789f06886806bc55\n# torchdet-lint cache\n", encoding="utf-8"
-            )
+
+def _mark_directory(directory: Path) -> None:
+    """The cache directory ignores itself in git and says it is a cache (CACHEDIR.TAG)."""
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Created by torchdet-lint\n*\n", encoding="utf-8")
+        (directory / "CACHEDIR.TAG").write_text(
+            "Signature: 8a477f597d28d172789f06886806bc55\n# torchdet-lint cache\n", encoding="utf-8"
+        )
+
+
+def summary_fingerprint(options) -> str:
+    """Everything except a file's bytes that can change its summary: not the rule
+    selection (the summary collector runs whatever rules are selected)."""
+    settings = options.settings
+    relevant = (settings.seed_functions, settings.entry_points, str(settings.root))
+    parts = [
+        str(_FORMAT),
+        __version__,
+        code_fingerprint(),
+        repr(relevant),
+        "%d.%d" % options.torch_version,
+        ",".join(sorted(options.first_party)),
+        catalog_fingerprint(),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# A file changed within this long before its entry was recorded may have changed
+# again within the file system's timestamp granularity: its content is checked
+# (git's "racily clean" entries).
+_RACY_NS = 2_000_000_000
+
+
+@dataclass
+class SummaryEntry:
+    size: int
+    mtime_ns: int
+    recorded_ns: int
+    digest: str
+    module_name: Optional[str]
+    summary: Any  # FileSummary or None (a file that cannot be parsed)
+
+
+class SummaryIndex:
+    """Every file summary of one project in one file (`.torchdet_lint_cache/summaries-*.pickle`),
+    so that a run that names a few files reads the rest of the project in one go.
+
+    An entry is fresh while the file's size and modification time are those
+    recorded; a racily recorded entry, or one whose stat changed, is checked
+    against the file's content digest.
+    """
+
+    def __init__(self, root: Path, fingerprint: str) -> None:
+        self.path = root / CACHE_DIR_NAME / f"summaries-{fingerprint[:32]}.pickle"
+        self.entries: Dict[str, SummaryEntry] = {}
+        self.dirty = False
+        self.loaded = False
+
+    def load(self) -> "SummaryIndex":
+        if not self.loaded:
+            self.loaded = True
+            try:
+                with open(self.path, "rb") as handle, cyclic_gc_paused():  # 3x faster without the collector
+                    entries = pickle.load(handle)
+                    # Long-lived data without reference cycles: out of the collector's sight, or its
+                    # next full collection walks every summary (another third of the load time).
+                    gc.freeze()
+                if isinstance(entries, dict):
+                    self.entries = entries
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+                self.entries = {}
+        return self
+
+    def lookup(self, key: str, path: Path, module_name: Optional[str]) -> Tuple[bool, Any]:
+        """(fresh, summary) of a file from its entry, checking the file on disk."""
+        entry = self.entries.get(key)
+        if entry is None or entry.module_name != module_name:
+            return False, None
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return False, None
+        if stat.st_size == entry.size and stat.st_mtime_ns == entry.mtime_ns and entry.recorded_ns - entry.mtime_ns > _RACY_NS:
+            return True, entry.summary
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return False, None
+        if content_digest(data) != entry.digest:
+            return False, None
+        self.record(key, (stat.st_size, stat.st_mtime_ns), entry.digest, module_name, entry.summary)  # the stat moved on
+        return True, entry.summary
+
+    def record(self, key: str, stat: Tuple[int, int], digest: str, module_name: Optional[str], summary: Any) -> None:
+        """Keep a file's summary, with the (size, mtime in ns) taken before its bytes (of
+        `digest`) were read: a write after that read changes them, so the entry is checked again."""
+        known = self.entries.get(key)
+        now = time.time_ns()
+        if (
+            known is not None
+            and (known.size, known.mtime_ns, known.digest, known.module_name) == (stat[0], stat[1], digest, module_name)
+            and known.recorded_ns - known.mtime_ns > _RACY_NS
+        ):
+            return  # nothing new: the index need not be written again
+        self.entries[key] = SummaryEntry(stat[0], stat[1], now, digest, module_name, _interned(summary))
+        self.dirty = True
+
+    def forget_missing(self, keys: set) -> None:
+        """Drop the entries of files that are no longer in the project."""
+        for key in [key for key in self.entries if key not in keys]:
+            del self.entries[key]
+            self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _mark_directory(self.path.parent)
+            handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
+            with os.fdopen(handle, "wb") as out:
+                pickle.dump(self.entries, out, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, self.path)
+            self.dirty = False
+        except OSError:
+            pass  # a read-only tree still lints; it just is not cached
+
+
+def _interned(value: Any) -> Any:
+    """`value` with its strings interned, in place where it is mutable: the summaries
+    repeat the same qualified names thousands of times, and pickle writes a shared
+    string once, which makes the index about a third smaller and twice as fast to load."""
+    if type(value) is str:
+        return sys.intern(value)
+    if type(value) is list:
+        value[:] = [_interned(item) for item in value]
+    elif type(value) is tuple:
+        return tuple(_interned(item) for item in value)
+    elif type(value) is dict:
+        items = [(_interned(key), _interned(item)) for key, item in value.items()]
+        value.clear()
+        value.update(items)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for name, item in vars(value).items():
+            object.__setattr__(value, name, _interned(item))
+    return value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -24,15 +25,10 @@ with cached_dataclass_code():
     import torchdet_lint.output.context  # noqa: F401
     import torchdet_lint.project  # noqa: F401
     import torchdet_lint.runner  # noqa: F401
-    from torchdet_lint.config import (
-        ConfigError,
-        Settings,
-        find_config,
-        load_config_file,
-        validate_selectors,
-        with_overrides,
-    )
+    from torchdet_lint.catalog import newest_version
+    from torchdet_lint.config import ConfigError, Settings, selected_codes, target_torch_version, validate_selectors, with_overrides
     from torchdet_lint.output import FORMATS
+    from torchdet_lint.workspace import Workspace
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "rule", "rules", "server")
@@ -84,34 +80,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings_for(args, anchor: Path) -> Settings:
-    if args.config is not None:
-        if not args.config.is_file():
-            raise ConfigError(f"{args.config}: config file not found")
-        settings = load_config_file(args.config)
-    else:
-        found = find_config(anchor)
-        settings = load_config_file(found) if found else Settings(root=Path.cwd().resolve())
-    for key in ("select", "ignore", "extend_select"):
-        value = getattr(settings, key)
-        if value:
-            validate_selectors(value, f"{settings.source}: `{key.replace('_', '-')}`")
-    if settings.per_file_ignores:
-        for pattern, codes in settings.per_file_ignores:
-            validate_selectors(codes, f"{settings.source}: `per-file-ignores.{pattern}`")
+def _workspace(args) -> Workspace:
+    """Where each file's configuration and project come from, with the command line's overrides."""
     for key in ("select", "ignore", "extend_select"):
         value = getattr(args, key)
         if value:
             validate_selectors(value, f"--{key.replace('_', '-')}")
-    return with_overrides(
-        settings,
-        select=tuple(args.select) if args.select is not None else None,
-        ignore=settings.ignore + tuple(args.ignore),
-        extend_select=settings.extend_select + tuple(args.extend_select),
-        profile=args.profile,
-        torch_version=args.torch_version,
-        unsafe_fixes=args.unsafe_fixes,
-    )
+
+    def overrides(settings: Settings) -> Settings:
+        return with_overrides(
+            settings,
+            select=tuple(args.select) if args.select is not None else None,
+            ignore=settings.ignore + tuple(args.ignore),
+            extend_select=settings.extend_select + tuple(args.extend_select),
+            profile=args.profile,
+            torch_version=args.torch_version,
+            unsafe_fixes=args.unsafe_fixes,
+        )
+
+    if args.config is not None and not args.config.is_file():
+        raise ConfigError(f"{args.config}: config file not found")
+    return Workspace(Path.cwd(), args.config, overrides)
 
 
 def _warn(message: str) -> None:
@@ -127,10 +116,9 @@ def _opposing_rules_warning(selected) -> None:
 
 
 def run_check(args) -> int:
-    from torchdet_lint.discovery import discover
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
-    from torchdet_lint.runner import default_jobs, make_options
+    from torchdet_lint.runner import default_jobs, run_scopes
 
     stdin_mode = args.stdin_filename is not None or args.paths == ["-"]
     if args.torch_version is not None:
@@ -140,50 +128,41 @@ def run_check(args) -> int:
             parse_version(args.torch_version)
         except ValueError:
             raise ConfigError(f"--torch-version: not a version: {args.torch_version!r}") from None
+    workspace = _workspace(args)
+    jobs = args.jobs if args.jobs and args.jobs > 0 else default_jobs()
     if stdin_mode:
-        filename = args.stdin_filename or "-"
-        settings = _settings_for(args, Path(filename).resolve().parent if filename != "-" else Path.cwd())
-        return _run_stdin(args, settings, filename)
+        return _run_stdin(args, workspace, args.stdin_filename or "-", jobs)
 
     paths = args.paths or ["."]
-    anchor = Path(paths[0]).resolve()
-    settings = _settings_for(args, anchor)
-    files, missing = discover(
-        paths,
-        settings.root,
-        exclude=settings.exclude + settings.extend_exclude,
-        force_exclude=args.force_exclude,
-    )
+    scopes, missing = workspace.scopes(paths, force_exclude=args.force_exclude)
     for path in missing:
         raise ConfigError(f"{path}: no such file or directory")
-    from torchdet_lint.runner import first_party_names
-
-    options = make_options(settings, first_party_names(files))
-    _opposing_rules_warning(options.selected)
-    jobs = args.jobs if args.jobs and args.jobs > 0 else default_jobs()
+    for scope in scopes:
+        _opposing_rules_warning(selected_codes(scope.settings))
     if args.verbose:
-        print(
-            f"torchdet-lint {__version__}: {len(files)} files, target torch {options.torch_version[0]}.{options.torch_version[1]}, "
-            f"config {settings.source or '(none)'}, {len(options.selected)} rules",
-            file=sys.stderr,
-        )
-    from torchdet_lint.runner import run
-
-    result = run(files, options, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet)
+        for scope in scopes:
+            version = target_torch_version(scope.settings, newest_version())
+            print(
+                f"torchdet-lint {__version__}: project {scope.root}: {len(scope.named)} of {len(scope.files)} files named, "
+                f"target torch {version[0]}.{version[1]}, config {scope.config or '(none)'}, "
+                f"{len(selected_codes(scope.settings))} rules",
+                file=sys.stderr,
+            )
+    result = run_scopes(scopes, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet)
     if args.verbose:
         parsed = sum(1 for f in result.files if f.parsed)
         timings = {name: round(value, 3) for name, value in result.timings.items()}
         cached = sum(1 for f in result.files if f.from_cache)
         timings.update(files=len(result.files), parsed=parsed, skipped=len(result.files) - parsed, from_cache=cached)
         print("timings: " + json.dumps(timings), file=sys.stderr)
-    unsafe = bool(settings.unsafe_fixes)
+    unsafe = _unsafe_fixes(args, [scope.settings for scope in scopes])
     diagnostics = result.diagnostics
     fixed_count = 0
     fix_failed = False
     if args.fix or args.diff:
         from torchdet_lint.fixer import fix_run, linted_roots
 
-        report = fix_run(result, files, options, unsafe=unsafe, write=not args.diff, jobs=jobs, roots=linted_roots(paths))
+        report = fix_run(result, unsafe=args.unsafe_fixes, write=not args.diff, jobs=jobs, roots=linted_roots(paths))
         fixed_count = report.fixed_count
         diagnostics = report.remaining
         for message in report.errors:  # a fix that would break a file: not applied, said loudly
@@ -213,6 +192,13 @@ def run_check(args) -> int:
     if fixed_count and args.exit_non_zero_on_fix:
         return EXIT_FOUND
     return EXIT_OK
+
+
+def _unsafe_fixes(args, settings_list) -> bool:
+    """Whether unsafe fixes are on: `--unsafe-fixes`/`--no-unsafe-fixes`, else every project's config says so."""
+    if args.unsafe_fixes is not None:
+        return bool(args.unsafe_fixes)
+    return bool(settings_list) and all(settings.unsafe_fixes for settings in settings_list)
 
 
 def _summary_line(diagnostics, fixed_count: int, unsafe: bool, args) -> str:
@@ -253,37 +239,43 @@ def _statistics(diagnostics, unsafe: bool, output_format: str) -> str:
     )
 
 
-def _run_stdin(args, settings: Settings, filename: str) -> int:
-    from torchdet_lint.diagnostics import error_diagnostic
+def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
+    """Lint standard input as the file `filename`: reported as that file, analysed
+    with the rest of its project (its text on disk is not read)."""
+    from torchdet_lint.diagnostics import error_diagnostic, sort_diagnostics
+    from torchdet_lint.discovery import SourceFile
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
-    from torchdet_lint.runner import lint_source, make_options
+    from torchdet_lint.project import ProjectContext, run_project_rules
+    from torchdet_lint.runner import first_party_names, lint_source, make_options, module_name_for, project_context
     from torchdet_lint.source import SourceError, decode_source
 
-    options = make_options(settings)
+    if filename != "-":
+        path = Path(os.path.abspath(filename))
+        scope = workspace.scope_of_file(path)
+        options = make_options(scope.settings, first_party_names(scope.files))
+        context, index = project_context(scope, options, {path}, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet)
+        if index is not None:
+            index.save()
+        display = filename
+        module_name, is_package = module_name_for(path)
+    else:  # no file name: the text alone, as a project of its own
+        path = workspace.cwd / "-"
+        scope = workspace.scope_for(workspace.cwd)
+        options, context, display, module_name, is_package = make_options(scope.settings), ProjectContext(), "-", None, False
     _opposing_rules_warning(options.selected)
     data = sys.stdin.buffer.read()
-    path = Path(filename).resolve() if filename != "-" else Path.cwd() / "-"
     try:
         source = decode_source(data)
     except SourceError as error:
-        diagnostics = [error_diagnostic(filename, str(error))]
+        diagnostics = [error_diagnostic(display, str(error))]
         sys.stdout.write(formatter(args.output_format or "full")(diagnostics, OutputContext()))
         return EXIT_OK if args.exit_zero else EXIT_FOUND
-    from torchdet_lint.runner import module_name_for
-
-    module_name, is_package = module_name_for(path, path.parent) if filename != "-" else (None, False)
-    result = lint_source(source, path, filename, options, module_name, is_package)
-    from torchdet_lint.discovery import SourceFile
-    from torchdet_lint.project import run_project_rules
-
-    project = run_project_rules([result], [SourceFile(path, filename, True)], options)  # may drop file findings
-    diagnostics = result.diagnostics + project
-    unsafe = bool(settings.unsafe_fixes)
+    unsafe = _unsafe_fixes(args, [options.settings])
     if args.fix:
         from torchdet_lint.fixer import fix_text
 
-        fixed_text, remaining, fixed_count = fix_text(source, path, filename, options, unsafe=unsafe)
+        fixed_text, remaining, fixed_count = fix_text(source, path, display, options, unsafe=unsafe, context=context)
         sys.stdout.buffer.write(fixed_text)
         if remaining and not args.quiet:
             for d in remaining:
@@ -291,12 +283,12 @@ def _run_stdin(args, settings: Settings, filename: str) -> int:
         if remaining:
             return EXIT_OK if args.exit_zero else EXIT_FOUND
         return EXIT_FOUND if fixed_count and args.exit_non_zero_on_fix else EXIT_OK
-    from torchdet_lint.diagnostics import sort_diagnostics
-
-    diagnostics = sort_diagnostics(diagnostics)
-    context = OutputContext(sources={filename: source}, color=use_color(args.color), unsafe_fixes=unsafe)
+    result = lint_source(source, path, display, options, module_name, is_package)
+    project = run_project_rules([result], [SourceFile(path, display, True)], options, context)  # may drop file findings
+    diagnostics = sort_diagnostics(result.diagnostics + project)
+    output = OutputContext(sources={display: source}, color=use_color(args.color), unsafe_fixes=unsafe)
     output_format = args.output_format or "full"
-    sys.stdout.write(formatter(output_format)(diagnostics, context))
+    sys.stdout.write(formatter(output_format)(diagnostics, output))
     if output_format in ("full", "concise") and not args.quiet:
         sys.stdout.write(_summary_line(diagnostics, 0, unsafe, args))
     if diagnostics:

@@ -6,6 +6,7 @@ A file named explicitly is always linted, unless `--force-exclude`.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -30,6 +31,7 @@ DEFAULT_EXCLUDES = (
     "__pypackages__",
 )
 SOURCE_SUFFIXES = (".py", ".ipynb")
+_GLOB_OR_PATH_RE = re.compile(r"[/*?\[\]!\\]|^#")
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,9 @@ class SourceFile:
 
 
 def display_path(path: Path, cwd: Optional[Path] = None) -> str:
-    cwd = cwd or Path.cwd()
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
+    """The path relative to the working directory where it is inside it, else absolute."""
+    text, prefix = str(path), str(cwd or Path.cwd()).rstrip(os.sep) + os.sep
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 def _spec(patterns: Sequence[str]):
@@ -53,57 +53,83 @@ def _spec(patterns: Sequence[str]):
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-class _Excluder:
-    """Answers "is this path excluded?" for config patterns and .gitignore files."""
+class Excluder:
+    """Answers "is this path excluded?" for config patterns and `.gitignore` files.
+
+    The `.gitignore` files that apply are those of the path's directory and its
+    parents up to the repository root (the directory holding `.git`); outside a
+    repository, up to `root`. Paths are handled as strings: a walk over thousands
+    of files asks this once per file and directory.
+    """
 
     def __init__(self, root: Path, patterns: Sequence[str]) -> None:
         self.root = root
+        self._root_prefix = str(root).rstrip(os.sep) + os.sep
         self.patterns = list(DEFAULT_EXCLUDES) + list(patterns)
+        # Plain names (the default excludes, `venv`) match any path component: a set
+        # lookup on the name, since the walk never enters an excluded directory.
+        self._names = frozenset(p.rstrip("/") for p in self.patterns if not _GLOB_OR_PATH_RE.search(p.rstrip("/")))
+        self._other_patterns = [p for p in self.patterns if _GLOB_OR_PATH_RE.search(p.rstrip("/"))]
         self._config_spec = None
-        self._gitignores: Dict[Path, object] = {}
+        self._chains: Dict[str, List[Tuple[str, object]]] = {}
 
     @property
     def config_spec(self):
         if self._config_spec is None:
-            self._config_spec = _spec(self.patterns)
+            self._config_spec = _spec(self._other_patterns) if self._other_patterns else False
         return self._config_spec
 
-    def _gitignore(self, directory: Path):
-        if directory not in self._gitignores:
-            spec = None
-            try:
-                with open(directory / ".gitignore", encoding="utf-8", errors="replace") as handle:
-                    spec = _spec(handle.read().splitlines())
-            except OSError:
-                pass
-            self._gitignores[directory] = spec
-        return self._gitignores[directory]
+    def _gitignore(self, directory: str):
+        try:
+            with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+                return _spec(handle.read().splitlines())
+        except OSError:
+            return None
 
-    def _git_root(self, path: Path) -> Optional[Path]:
-        for candidate in (path, *path.parents):
-            if (candidate / ".git").exists():
-                return candidate
-        return None
+    def _chain(self, directory: str) -> List[Tuple[str, object]]:
+        """(directory prefix, spec) of every `.gitignore` that applies to files of `directory`."""
+        chain = self._chains.get(directory)
+        if chain is None:
+            spec = self._gitignore(directory)
+            chain = [(directory.rstrip(os.sep) + os.sep, spec)] if spec is not None else []
+            parent = os.path.dirname(directory)
+            stop = (
+                parent == directory
+                or os.path.exists(os.path.join(directory, ".git"))
+                or not (directory + os.sep).startswith(self._root_prefix)
+                or directory + os.sep == self._root_prefix and not self._in_repository(directory)
+            )
+            if not stop:
+                chain = chain + self._chain(parent)
+            self._chains[directory] = chain
+        return chain
+
+    def _in_repository(self, directory: str) -> bool:
+        current = directory
+        while True:
+            if os.path.exists(os.path.join(current, ".git")):
+                return True
+            parent = os.path.dirname(current)
+            if parent == current:
+                return False
+            current = parent
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
+        text = str(path)
         suffix = "/" if is_dir else ""
-        if self.config_spec.match_file(path.name + suffix):
+        directory, _, name = text.rpartition(os.sep)
+        inside = text.startswith(self._root_prefix)
+        relative = text[len(self._root_prefix) :] if inside else name
+        if not self._names.isdisjoint(relative.split(os.sep)):
             return True
-        try:
-            relative = path.relative_to(self.root)
-            if self.config_spec.match_file(relative.as_posix() + suffix):
+        spec = self.config_spec
+        if spec and spec.match_file(name + suffix):
+            return True
+        if spec and inside and spec.match_file(relative.replace(os.sep, "/") + suffix):
+            return True
+        for prefix, ignore in self._chain(directory or os.sep):
+            if ignore.match_file(text[len(prefix) :].replace(os.sep, "/") + suffix):
                 return True
-        except ValueError:
-            pass
-        git_root = self._git_root(path.parent) or path.parent
-        for directory in (path.parent, *path.parent.parents):
-            spec = self._gitignore(directory)
-            if spec is not None:
-                relative_path = path.relative_to(directory).as_posix() + suffix
-                if spec.match_file(relative_path):
-                    return True
-            if directory == git_root:
-                break
         return False
 
 
@@ -116,7 +142,7 @@ def discover(
 ) -> Tuple[List[SourceFile], List[str]]:
     """The files to lint, sorted, and the paths that do not exist."""
     cwd = cwd or Path.cwd()
-    excluder = _Excluder(root, exclude)
+    excluder = Excluder(root, exclude)
     found: Dict[Path, SourceFile] = {}
     missing: List[str] = []
     for raw in paths:
@@ -137,7 +163,7 @@ def discover(
     return sorted(found.values(), key=lambda f: f.display), missing
 
 
-def _walk(top: Path, excluder: _Excluder) -> Iterator[Path]:
+def _walk(top: Path, excluder: Excluder) -> Iterator[Path]:
     for directory, dirnames, filenames in os.walk(top):
         base = Path(directory)
         dirnames[:] = sorted(d for d in dirnames if not excluder.excluded(base / d, True))

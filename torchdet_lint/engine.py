@@ -60,6 +60,9 @@ class FileResult:
     source: Optional[SourceText] = None
     parsed: bool = False
     from_cache: bool = False
+    # Read from disk: (size, mtime in ns) taken before the read, and the content digest (summary index).
+    stat: Optional[Tuple[int, int]] = None
+    digest: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ nothing changes; then writes the changed files atomically, or renders a diff.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import hashlib
 import os
@@ -27,7 +28,7 @@ from torchdet_lint.diagnostics import (
 )
 from torchdet_lint.discovery import SourceFile
 from torchdet_lint.engine import FileResult, RunOptions
-from torchdet_lint.project import run_project_rules
+from torchdet_lint.project import ProjectContext, run_project_rules
 from torchdet_lint.runner import RunResult, lint_source, module_name_for
 from torchdet_lint.source import SourceText, encode_source
 
@@ -292,9 +293,18 @@ class FixReport:
 class _FixSession:
     """The loop: fix every file that has applicable fixes, re-lint, repeat."""
 
-    def __init__(self, results: Sequence[FileResult], files: Sequence, options: RunOptions, unsafe: bool, jobs: int) -> None:
+    def __init__(
+        self,
+        results: Sequence[FileResult],
+        files: Sequence,
+        options: RunOptions,
+        unsafe: bool,
+        jobs: int,
+        context: Optional[ProjectContext] = None,
+    ) -> None:
         self.files = list(files)
         self.options = options
+        self.context = context  # the project's unnamed files: analysed, never fixed
         self.unsafe = unsafe
         self.jobs = jobs
         self.results: Dict[str, FileResult] = {r.path: r for r in results}
@@ -316,7 +326,7 @@ class _FixSession:
             self.states[file.display] = state
 
     def project_diagnostics(self) -> List[Diagnostic]:
-        return run_project_rules([self.results[path] for path in self.order], self.files, self.options)
+        return run_project_rules([self.results[path] for path in self.order], self.files, self.options, self.context)
 
     def run(self, diagnostics: List[Diagnostic]) -> List[Diagnostic]:
         for _ in range(MAX_ITERATIONS):
@@ -405,7 +415,7 @@ class _FixSession:
             if state.file.display == "-":
                 module_name, is_package = None, False
             else:
-                module_name, is_package = module_name_for(state.file.path, state.file.path.parent)
+                module_name, is_package = module_name_for(state.file.path)
             tasks.append((state.text, state.original, state.file.path, state.file.display, self.options, module_name, is_package))
         size = sum(len(task[0]) for task in tasks)
         if self.jobs > 1 and len(tasks) > 1 and (len(tasks) >= _PARALLEL_FILES or size >= _PARALLEL_CHARS):
@@ -428,10 +438,6 @@ class _FixSession:
     def errors(self) -> List[str]:
         return [state.error for _, state in sorted(self.states.items()) if state.error]
 
-    def run_result(self, diagnostics: List[Diagnostic]):
-        return RunResult([self.results[path] for path in self.order], diagnostics)
-
-
 def _codes(fixed: Iterable[Diagnostic]) -> str:
     codes = sorted({d.code for d in fixed})
     return ", ".join(codes) if codes else "the previous round"
@@ -442,25 +448,39 @@ def _codes(fixed: Iterable[Diagnostic]) -> str:
 
 def fix_run(
     result,
-    files: Sequence,
-    options: RunOptions,
-    unsafe: bool = False,
+    unsafe: Optional[bool] = None,
     write: bool = True,
     jobs: int = 1,
     roots: Optional[Sequence[Path]] = None,
 ) -> FixReport:
-    """Fix a whole run (`runner.run`'s result); write the changed files unless `write` is false.
+    """Fix the named files of a run (`runner.run` or `run_scopes`); write the changed
+    files unless `write` is false. Each project is fixed with its own settings, and
+    its project phase sees its unnamed files, which are never changed.
 
+    `unsafe` (None: each project's `unsafe-fixes`) also applies the unsafe fixes.
     `roots` are the real paths of the linted tree (the directories named, and
     the directories of the files named): a symlink whose target lies outside
     them is never written through.
     """
-    session = _FixSession(result.files, files, options, unsafe, jobs)
-    remaining = session.run(list(result.diagnostics))
-    report = FixReport(session.run_result(remaining), remaining, session.applied, session.states, session.errors())
+    report = FixReport(result, [], [], {})
+    fixed_projects = []
+    for project in result.projects:
+        allow_unsafe = bool(project.options.settings.unsafe_fixes) if unsafe is None else unsafe
+        session = _FixSession(project.results, project.files, project.options, allow_unsafe, jobs, project.context)
+        paths = {r.path for r in project.results}
+        remaining = session.run([d for d in result.diagnostics if d.path in paths])
+        report.remaining.extend(remaining)
+        report.applied.extend(session.applied)
+        report.states.update(session.states)
+        report.errors.extend(session.errors())
+        fixed_projects.append(dataclasses.replace(project, results=[session.results[path] for path in session.order]))
+    report.remaining = sort_diagnostics(report.remaining)
+    report.result = RunResult(
+        [r for project in fixed_projects for r in project.results], report.remaining, result.timings, fixed_projects
+    )
     if write:
         for path in report.changed:
-            state = session.states[path]
+            state = report.states[path]
             outside = _outside_roots(state.file.path, roots)
             if outside:
                 report.errors.append(f"{path}: not written: it links to {outside}, outside the linted tree")
@@ -509,17 +529,18 @@ def fix_text(
     options: RunOptions,
     unsafe: bool = False,
     on_error: Optional[Callable[[str], None]] = None,
+    context: Optional[ProjectContext] = None,
 ) -> Tuple[bytes, List[Diagnostic], int]:
     """Fix one in-memory source (standard input): (fixed bytes, diagnostics left, fixes applied).
 
     A fix that breaks the file leaves the source as it was; the reason goes
     to `on_error` (standard error by default).
     """
-    module_name, is_package = module_name_for(path, path.parent) if display != "-" else (None, False)
+    module_name, is_package = module_name_for(path) if display != "-" else (None, False)
     file = SourceFile(path, display, True)
     first = lint_source(source, path, display, options, module_name, is_package)
     # Standard input names a file that may exist; its text is the one given.
-    session = _FixSession([first], [file], options, unsafe, jobs=1)
+    session = _FixSession([first], [file], options, unsafe, jobs=1, context=context)
     project = session.project_diagnostics()  # first: the project phase may drop file findings
     diagnostics = sort_diagnostics(first.diagnostics + project)
     remaining = session.run(diagnostics)

@@ -3,9 +3,10 @@ same engine as the command line, configured from `[tool.torchdet-lint]`.
 
 flake8's `--select`/`--extend-select` selectors that name TDL codes choose the
 rules to run, exactly as `torchdet-lint --select`/`--extend-select` would; flake8
-then applies its own select/ignore/noqa filtering to what is reported. Project
-rules see one file at a time (flake8 hands plugins single files), as with
-`torchdet-lint --stdin-filename`.
+then applies its own select/ignore/noqa filtering to what is reported. flake8
+hands plugins one file at a time: the project rules see that file with the
+rest of its project (the other files' summaries, from the summary index,
+loaded once per flake8 process and project), as `torchdet-lint FILE` does.
 """
 
 from __future__ import annotations
@@ -15,19 +16,14 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from torchdet_lint import __version__
-from torchdet_lint.config import (
-    ConfigError,
-    Settings,
-    find_config,
-    load_config_file,
-    with_overrides,
-)
+from torchdet_lint.config import ConfigError, Settings, with_overrides
 from torchdet_lint.diagnostics import error_diagnostic, sort_diagnostics
 from torchdet_lint.discovery import SourceFile
 from torchdet_lint.engine import RunOptions
-from torchdet_lint.project import run_project_rules
-from torchdet_lint.runner import lint_source, make_options, module_name_for
+from torchdet_lint.project import ProjectContext, run_project_rules
+from torchdet_lint.runner import first_party_names, lint_source, make_options, module_name_for, project_context
 from torchdet_lint.source import SourceText
+from torchdet_lint.workspace import Workspace
 
 _STDIN_NAMES = ("stdin", "-")
 
@@ -55,7 +51,9 @@ class Flake8Plugin:
     extend_select: Optional[Tuple[str, ...]] = None
     torch_version: Optional[str] = None
     profile: Optional[str] = None
-    _options: Dict[Optional[Path], Any] = {}  # config file -> RunOptions or ConfigError
+    _workspace: Optional[Workspace] = None
+    # Per project root: its options and the summaries of its files (loaded once).
+    _projects: Dict[Path, Tuple[RunOptions, ProjectContext]] = {}
 
     def __init__(self, tree: Any, lines: List[str], filename: str) -> None:
         # `tree` (flake8's ast) is not used: the engine parses with LibCST. It is
@@ -83,42 +81,51 @@ class Flake8Plugin:
         cls.extend_select = _tdl_selectors(getattr(options, "extend_select", None))
         cls.torch_version = getattr(options, "torchdet_torch_version", None)
         cls.profile = getattr(options, "torchdet_profile", None)
-        cls._options = {}
+        cls._workspace = None
+        cls._projects = {}
 
     @classmethod
-    def run_options(cls, path: Path) -> RunOptions:
-        """The run options for a file: its nearest config with flake8's overrides (cached per config)."""
-        config = find_config(path.parent)
-        if config not in cls._options:
-            try:
-                settings = load_config_file(config) if config else Settings(root=Path.cwd().resolve())
-                settings = with_overrides(
-                    settings,
-                    select=cls.select,
-                    extend_select=settings.extend_select + cls.extend_select if cls.extend_select else None,
-                    torch_version=cls.torch_version,
-                    profile=cls.profile,
-                )
-                cls._options[config] = make_options(settings)
-            except ConfigError as error:
-                cls._options[config] = error
-        found = cls._options[config]
-        if isinstance(found, ConfigError):
-            raise found
-        return found
+    def _overrides(cls, settings: Settings) -> Settings:
+        return with_overrides(
+            settings,
+            select=cls.select,
+            extend_select=settings.extend_select + cls.extend_select if cls.extend_select else None,
+            torch_version=cls.torch_version,
+            profile=cls.profile,
+        )
+
+    @classmethod
+    def project(cls, path: Path) -> Tuple[str, RunOptions, ProjectContext]:
+        """The file's path as the command line shows it, its project's options, and the
+        summaries of all the project's files but this one."""
+        if cls._workspace is None:
+            cls._workspace = Workspace(Path.cwd(), None, cls._overrides)
+        scope = cls._workspace.scope_of_file(path)
+        if scope.root not in cls._projects:
+            options = make_options(scope.settings, first_party_names(scope.files))
+            context, index = project_context(scope, options, set())
+            if index is not None:
+                index.save()
+            cls._projects[scope.root] = (options, context)
+        options, context = cls._projects[scope.root]
+        display = next(file.display for file in scope.files if file.path == path)
+        mine = ProjectContext(
+            {d: s for d, s in context.summaries.items() if d != display},
+            {d: p for d, p in context.paths.items() if d != display},
+        )
+        return display, options, mine
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         path = Path.cwd() / "stdin.py" if self.filename in _STDIN_NAMES else Path(self.filename).resolve()
         try:
-            options = self.run_options(path)
+            display, options, context = self.project(path)
         except ConfigError as error:
             diagnostics = [error_diagnostic(self.filename, f"not analysed: {error}")]
         else:
             source = SourceText("".join(self.lines))
-            module_name, is_package = module_name_for(path, path.parent)
-            result = lint_source(source, path, self.filename, options, module_name, is_package)
-            result.source = source
-            project = run_project_rules([result], [SourceFile(path, self.filename, True)], options)  # may drop file findings
+            module_name, is_package = module_name_for(path)
+            result = lint_source(source, path, display, options, module_name, is_package)
+            project = run_project_rules([result], [SourceFile(path, display, True)], options, context)  # may drop file findings
             diagnostics = result.diagnostics + project
         for d in sort_diagnostics(diagnostics):
             yield d.line, max(d.column - 1, 0), f"{d.code} {d.message}", type(self)

@@ -5,30 +5,52 @@ point silences (TDL201 and flag-honouring TDL203), and applies suppressions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from torchdet_lint.checks import project_rule_classes
 from torchdet_lint.diagnostics import SILENCED_BY_FLAG, Diagnostic
 from torchdet_lint.engine import FileResult, RunOptions
 from torchdet_lint.model.project import Project
+from torchdet_lint.model.summary import FileSummary
 from torchdet_lint.suppressions import apply_suppressions
 
 
-def build_project(results: Sequence[FileResult], files: Sequence, options: RunOptions) -> Project:
-    """The project model over the results of a file pass (`files`: their `SourceFile`s)."""
+@dataclass
+class ProjectContext:
+    """The project's files that are not reported: their summaries, for the analysis only."""
+
+    summaries: Dict[str, FileSummary] = field(default_factory=dict)  # by path as displayed
+    paths: Dict[str, Path] = field(default_factory=dict)
+    computed: int = 0  # summaries that were not fresh in the summary index
+
+
+def build_project(
+    results: Sequence[FileResult], files: Sequence, options: RunOptions, context: Optional[ProjectContext] = None
+) -> Project:
+    """The project model over the results of a file pass (`files`: their `SourceFile`s)
+    and the summaries of the project's other files; only `results` are reported."""
+    summaries: Dict[str, FileSummary] = dict(context.summaries) if context is not None else {}
+    paths: Dict[str, Path] = dict(context.paths) if context is not None else {}
+    summaries.update((r.path, r.summary) for r in results if r.summary is not None)
+    paths.update((file.display, file.path) for file in files)
     return Project(
-        summaries={r.path: r.summary for r in results if r.summary is not None},
-        paths={file.display: file.path for file in files},
+        summaries=summaries,
+        paths=paths,
         sources={r.path: r.source for r in results},
         settings=options.settings,
         torch_version=options.torch_version,
         first_party=options.first_party,
+        reported={r.path for r in results} if context is not None else None,
     )
 
 
-def run_project_rules(results: Sequence[FileResult], files: Sequence, options: RunOptions) -> List[Diagnostic]:
-    """The project rules' diagnostics (suppressions applied).
+def run_project_rules(
+    results: Sequence[FileResult], files: Sequence, options: RunOptions, context: Optional[ProjectContext] = None
+) -> List[Diagnostic]:
+    """The project rules' diagnostics on the files of `results` (suppressions applied);
+    `context` holds the summaries of the project's other files.
 
     Also the project-level filter of TDL201 (and of the third-party kernels the
     flag makes deterministic, TDL203): those file diagnostics are removed from
@@ -39,14 +61,15 @@ def run_project_rules(results: Sequence[FileResult], files: Sequence, options: R
     has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in r.diagnostics)
     if not rules and not has_flag_findings:
         return []
-    project = build_project(results, files, options)
+    project = build_project(results, files, options, context)
     if has_flag_findings and project.deterministic_mode_enabled():
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]
     by_path: Dict[str, List[Diagnostic]] = {}
     for rule in rules:
         for diagnostic in rule.check(project):
-            by_path.setdefault(diagnostic.path, []).append(diagnostic)
+            if project.is_reported(diagnostic.path):
+                by_path.setdefault(diagnostic.path, []).append(diagnostic)
     kept: List[Diagnostic] = []
     for path, diagnostics in by_path.items():
         source = project.sources.get(path)

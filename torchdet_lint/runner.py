@@ -1,36 +1,53 @@
 """One whole run: each file linted by kind (Python or notebook) through the
 cache, the file pass in parallel when asked, the project phase, and the
-sorted diagnostics.
+sorted diagnostics. `run_scopes` runs projects whose unnamed files take part
+in the project phase through their summaries (from the summary index when
+fresh), without being reported.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.cache import Cache
+from torchdet_lint.cache import Cache, SummaryIndex, content_digest, summary_fingerprint
 from torchdet_lint.catalog import newest_version
 from torchdet_lint.config import Settings, selected_codes, target_torch_version
 from torchdet_lint.diagnostics import Diagnostic, error_diagnostic, sort_diagnostics
 from torchdet_lint.discovery import SourceFile
 from torchdet_lint.engine import FileResult, RunOptions, lint_python
 from torchdet_lint.notebook import lint_notebook
-from torchdet_lint.project import run_project_rules
+from torchdet_lint.project import ProjectContext, run_project_rules
 from torchdet_lint.source import SourceError, SourceText, decode_source, read_bytes
+from torchdet_lint.workspace import ProjectScope
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
 
 
 @dataclass
+class ProjectRun:
+    """One project of a run: its named files' results and the summaries of the others."""
+
+    scope: Optional[ProjectScope]
+    options: RunOptions
+    files: List[SourceFile]  # the named files
+    results: List[FileResult]
+    context: Optional[ProjectContext] = None
+
+
+@dataclass
 class RunResult:
-    files: List[FileResult] = field(default_factory=list)
+    files: List[FileResult] = field(default_factory=list)  # the named files' results
     diagnostics: List[Diagnostic] = field(default_factory=list)
     timings: Dict[str, float] = field(default_factory=dict)
+    projects: List[ProjectRun] = field(default_factory=list)
 
     def sources(self) -> Dict[str, object]:
         return {f.path: f.source for f in self.files if f.source is not None}
@@ -45,25 +62,36 @@ def make_options(settings: Settings, first_party: frozenset = frozenset()) -> Ru
     )
 
 
-def module_name_for(path: Path, root: Path) -> Tuple[Optional[str], bool]:
+def module_name_for(path: Path) -> Tuple[Optional[str], bool]:
     """The dotted module name of a file from its package chain (`__init__.py` files)."""
-    is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").exists():
-        parts.append(directory.name)
-        if directory == directory.parent:
-            break
-        directory = directory.parent
+    directory, _, name = str(path).rpartition(os.sep)
+    is_package = name == "__init__.py"
+    parts = list(_package_chain(directory))
+    if not is_package:
+        parts.append(name.rpartition(".")[0] or name)
     if not parts:
         return None, is_package
-    return ".".join(reversed(parts)), is_package
+    return ".".join(parts), is_package
+
+
+def forget_packages() -> None:
+    """Forget which directories are packages (a long-lived process saw an `__init__.py` change)."""
+    _package_chain.cache_clear()
+
+
+@functools.lru_cache(maxsize=8192)
+def _package_chain(directory: str) -> Tuple[str, ...]:
+    """The package names from the top package down to `directory` (empty outside a package)."""
+    parent, _, name = directory.rpartition(os.sep)
+    if not name or not os.path.exists(os.path.join(directory, "__init__.py")):
+        return ()
+    return (*_package_chain(parent), name)
 
 
 def first_party_names(files: Sequence[SourceFile]) -> frozenset:
     names = set()
     for file in files:
-        name, _ = module_name_for(file.path, file.path.parent)
+        name, _ = module_name_for(file.path)
         if name:
             names.add(name.split(".")[0])
     return frozenset(names)
@@ -91,32 +119,47 @@ def lint_path(
     is_package: bool = False,
     cache=None,
 ) -> FileResult:
-    """Lint one file from disk, through the cache when one is given."""
+    """Lint one file from disk, through the cache when one is given. The result
+    carries the file's stat (taken before the read) and content digest."""
     try:
+        stat = os.stat(path)
         data = read_bytes(path)
+    except OSError as error:
+        return FileResult(display, [error_diagnostic(display, f"cannot read: {error.strerror or error}")])
     except SourceError as error:
         return FileResult(display, [error_diagnostic(display, str(error))])
     key = cache.key(data, path, module_name) if cache is not None else None
-    if key is not None:
-        cached = cache.load(key)
-        if cached is not None:
-            try:
-                cached.source = decode_source(data)
-            except SourceError:
-                cached.source = None
-            cached.from_cache = True
-            return cached
-    try:
-        source = decode_source(data)
-    except SourceError as error:
-        result = FileResult(display, [error_diagnostic(display, str(error))])
+    result = cache.load(key) if key is not None else None
+    if result is not None:
+        _as_displayed(result, display)  # the same file seen from another working directory
+        result.from_cache = True
+        try:
+            result.source = decode_source(data)
+        except SourceError:
+            result.source = None
     else:
-        result = lint_source(source, path, display, options, module_name, is_package)
-    if key is not None:
-        source, result.source = result.source, None
-        cache.store(key, result)
-        result.source = source
+        try:
+            source = decode_source(data)
+        except SourceError as error:
+            result = FileResult(display, [error_diagnostic(display, str(error))])
+        else:
+            result = lint_source(source, path, display, options, module_name, is_package)
+        if key is not None:
+            source, result.source = result.source, None
+            cache.store(key, result)
+            result.source = source
+    result.stat = (stat.st_size, stat.st_mtime_ns)
+    result.digest = content_digest(data)
     return result
+
+
+def _as_displayed(result: FileResult, display: str) -> None:
+    if result.path != display:
+        result.path = display
+        for diagnostic in result.diagnostics:
+            diagnostic.path = display
+        if result.summary is not None:
+            result.summary.path = display
 
 
 def _size(path: Path) -> int:
@@ -152,11 +195,14 @@ def run(
     use_cache: bool = False,
     progress: bool = False,
     cache_root: Optional[Path] = None,
+    context: Optional[ProjectContext] = None,
 ) -> RunResult:
+    """Lint `files`; the project phase (unless `project` is false) runs over them
+    and the summaries of `context`, the project's files that are not reported."""
     cache = Cache(cache_root or options.settings.root, options) if use_cache else None
     tasks = []
     for file in files:
-        module_name, is_package = module_name_for(file.path, file.path.parent)
+        module_name, is_package = module_name_for(file.path)
         tasks.append((file.path, file.display, module_name, is_package))
     bar = ProgressBar(len(tasks)) if progress else None
     started = time.perf_counter()
@@ -188,11 +234,119 @@ def run(
     project_diagnostics: List[Diagnostic] = []
     if project:
         # Before collecting the file findings: the project phase may drop some (TDL201).
-        project_diagnostics = run_project_rules(results, files, options)
+        project_diagnostics = run_project_rules(results, files, options, context)
     diagnostics = [d for result in results for d in result.diagnostics] + project_diagnostics
     run_result = RunResult(results, sort_diagnostics(diagnostics))
     run_result.timings = {"file_pass": file_pass, "project_phase": time.perf_counter() - started}
+    run_result.projects = [ProjectRun(None, options, list(files), results, context)]
     return run_result
+
+
+# -- projects: the named files reported, the others analysed through their summaries ----------------
+
+
+def summary_options(options: RunOptions) -> RunOptions:
+    """The file pass for a summary only: no rule runs (the summary does not depend on them)."""
+    return dataclasses.replace(options, selected=frozenset())
+
+
+def _index_key(scope_root: Path, path: Path) -> str:
+    """The file's path relative to the project root, in POSIX form (the index outlives the cwd)."""
+    root, text = str(scope_root), str(path)
+    if text.startswith(root + os.sep):
+        return text[len(root) + 1 :].replace(os.sep, "/")
+    return Path(os.path.relpath(text, root)).as_posix()
+
+
+def project_context(
+    scope: ProjectScope,
+    options: RunOptions,
+    skip: Set[Path],
+    jobs: int = 1,
+    use_cache: bool = True,
+    progress: bool = False,
+    index: Optional[SummaryIndex] = None,
+    pause: Optional[Callable[[], bool]] = None,
+) -> Tuple[ProjectContext, Optional[SummaryIndex]]:
+    """The summaries of the project's files other than `skip`: fresh ones from the
+    summary index, the rest computed (in parallel when asked) and added to it.
+
+    With `pause`, the missing summaries are computed one at a time in this
+    thread, calling `pause()` before each (a language server yields to buffer
+    lints there); when it returns False the work stops with what it has."""
+    forget_packages()  # packages may have gained or lost an `__init__.py` since the last call
+    if use_cache and index is None:
+        index = SummaryIndex(scope.root, summary_fingerprint(options)).load()
+    summaries: Dict[str, object] = {}
+    paths: Dict[str, Path] = {}
+    missing: List[SourceFile] = []
+    for file in scope.files:
+        if file.path in skip:
+            continue
+        paths[file.display] = file.path
+        if index is not None:
+            fresh, summary = index.lookup(_index_key(scope.root, file.path), file.path, module_name_for(file.path)[0])
+            if fresh:
+                if summary is not None:
+                    summary.path = file.display
+                    summaries[file.display] = summary
+                continue
+        missing.append(file)
+    if missing and pause is not None:
+        computed_files = []
+        for file in missing:
+            if not pause():
+                break
+            module_name, is_package = module_name_for(file.path)
+            computed_files.append(lint_path(file.path, file.display, summary_options(options), module_name, is_package))
+        missing = missing[: len(computed_files)]
+    elif missing:
+        computed_files = run(missing, summary_options(options), jobs=jobs, project=False, progress=progress).files
+    if missing:
+        for file, result in zip(missing, computed_files):
+            if result.summary is not None:
+                summaries[file.display] = result.summary
+            if index is not None and result.digest is not None:
+                record_summary(index, scope, file, result)
+    if index is not None:
+        index.forget_missing({_index_key(scope.root, file.path) for file in scope.files})
+    return ProjectContext(summaries, paths, computed=len(missing)), index
+
+
+def record_summary(index: SummaryIndex, scope: ProjectScope, file: SourceFile, result: FileResult) -> None:
+    """Keep a file's summary from a lint of its bytes on disk (its stat and digest are in the result)."""
+    index.record(_index_key(scope.root, file.path), result.stat, result.digest, module_name_for(file.path)[0], result.summary)
+
+
+def run_scopes(
+    scopes: Sequence[ProjectScope],
+    jobs: int = 1,
+    use_cache: bool = True,
+    progress: bool = False,
+) -> RunResult:
+    """Lint the named files of each project; the project phase sees every file of it."""
+    combined = RunResult(timings={"file_pass": 0.0, "project_phase": 0.0, "context": 0.0, "context_files": 0, "context_computed": 0})
+    for scope in scopes:
+        options = make_options(scope.settings, first_party_names(scope.files))
+        started = time.perf_counter()
+        context, index = project_context(scope, options, scope.named, jobs=jobs, use_cache=use_cache, progress=progress)
+        combined.timings["context"] += time.perf_counter() - started
+        combined.timings["context_files"] += len(context.paths)
+        combined.timings["context_computed"] += context.computed
+        named = scope.named_files
+        part = run(named, options, jobs=jobs, use_cache=use_cache, progress=progress, cache_root=scope.root, context=context)
+        if index is not None:
+            for file, result in zip(named, part.files):
+                if result.digest is not None:
+                    record_summary(index, scope, file, result)
+            index.save()
+        combined.files.extend(part.files)
+        combined.diagnostics.extend(part.diagnostics)
+        for name in ("file_pass", "project_phase"):
+            combined.timings[name] += part.timings[name]
+        combined.projects.append(ProjectRun(scope, options, named, part.files, context))
+    combined.diagnostics = sort_diagnostics(combined.diagnostics)
+    return combined
 
 
 class ProgressBar:

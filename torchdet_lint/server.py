@@ -38,7 +38,6 @@ from torchdet_lint.config import (
     Settings,
     find_config,
     load_config_file,
-    validate_selectors,
 )
 from torchdet_lint.diagnostics import (
     PARSE_ERROR_CODE,
@@ -47,19 +46,24 @@ from torchdet_lint.diagnostics import (
     Edit,
     error_diagnostic,
 )
-from torchdet_lint.discovery import SourceFile, discover, display_path
-from torchdet_lint.engine import FileResult, RunOptions, check_text
+from torchdet_lint.cache import SummaryIndex
+from torchdet_lint.discovery import SourceFile, display_path
+from torchdet_lint.engine import RunOptions, check_text
 from torchdet_lint.fixer import apply_fixes
-from torchdet_lint.project import run_project_rules
+from torchdet_lint.project import ProjectContext, run_project_rules
 from torchdet_lint.runner import (
     first_party_names,
+    forget_packages,
     lint_path,
-    lint_source,
     make_options,
     module_name_for,
+    project_context,
+    record_summary,
+    summary_options,
 )
-from torchdet_lint.source import LineIndex, SourceError, SourceText, read_source
+from torchdet_lint.source import LineIndex, SourceText
 from torchdet_lint.suppressions import apply_suppressions
+from torchdet_lint.workspace import ProjectScope, Workspace, validated
 
 logger = logging.getLogger(__name__)
 
@@ -82,40 +86,65 @@ _RULE_CODE_RE = re.compile(r"TDL\d{3}")
 # -- the workspace: file summaries for the project phase ------------------------------
 
 
+@dataclass
+class ProjectState:
+    """One project of the workspace: its run options and the summaries of all its files."""
+
+    scope: ProjectScope
+    options: RunOptions
+    context: ProjectContext
+    index: Optional[SummaryIndex]
+
+
 class WorkspaceIndex:
-    """The file pass over one workspace folder's files on disk, kept for the project phase."""
+    """The projects under one workspace folder, as the command line sees them: for
+    each, its options and the summaries of its files on disk (the project phase's
+    view of the files that are not open), from the summary index when fresh,
+    kept current as files are saved, created or deleted."""
 
     def __init__(self, root: Path, idle: Optional[threading.Event] = None) -> None:
         self.root = root
         self.idle = idle or threading.Event()  # set while no buffer lint waits: indexing yields to them
-        self.ready = False
-        self.files: Dict[str, SourceFile] = {}
-        self.results: Dict[str, FileResult] = {}
-        self.first_party: frozenset = frozenset()
+        self.ready = False  # the folder's own project is loaded
+        self.workspace = Workspace(root)
+        self.projects: Dict[Path, ProjectState] = {}
         self.stale: set = set()  # paths saved while the index was being built
         self.cancelled = threading.Event()  # set at shutdown: stop between two files
 
     def build(self) -> None:
-        """Lint every file of the folder once (run in a worker thread)."""
-        settings = _settings_near(self.root) or Settings(root=self.root)
-        files, _ = discover([str(self.root)], settings.root, exclude=settings.exclude + settings.extend_exclude, cwd=self.root)
-        if len(files) > MAX_INDEXED_FILES:
-            logger.warning("%s: %d files, more than %d: project rules see only open buffers", self.root, len(files), MAX_INDEXED_FILES)
-            files = []
-        self.first_party = first_party_names(files)
-        options = make_options(settings, self.first_party)
-        # One file at a time in this thread: a process pool forked from the
-        # server's threads can deadlock, and shutdown must not wait for a whole pass.
-        results = {}
-        for file in files:
-            self.idle.wait(timeout=IDLE_WAIT)
-            if self.cancelled.is_set():
-                return
-            module_name, is_package = module_name_for(file.path, file.path.parent)
-            results[file.display] = lint_path(file.path, file.display, options, module_name, is_package)
-        self.files = {file.display: file for file in files}
-        self.results = results
+        """Load the folder's project (run in a worker thread)."""
+        self.load(self.root)
         self.ready = True
+
+    def load(self, directory: Path) -> Optional[ProjectState]:
+        """The project of `directory`, its summaries loaded or computed (in this thread,
+        one file at a time: a process pool forked from the server's threads can
+        deadlock, and shutdown must not wait for a whole pass)."""
+        scope = self.workspace.scope_for(directory)
+        if scope.root in self.projects:
+            return self.projects[scope.root]
+        files, _ = self.workspace.walk(scope)
+        if len(files) > MAX_INDEXED_FILES:
+            logger.warning("%s: %d files, more than %d: project rules see only open buffers", scope.root, len(files), MAX_INDEXED_FILES)
+            files = []
+        scope.files = [SourceFile(path, self.display(path), False) for path in files]
+        options = make_options(scope.settings, first_party_names(scope.files))
+
+        def pause() -> bool:
+            self.idle.wait(timeout=IDLE_WAIT)
+            return not self.cancelled.is_set()
+
+        context, index = project_context(scope, options, set(), pause=pause)
+        if self.cancelled.is_set():
+            return None
+        if index is not None:
+            index.save()
+        state = self.projects[scope.root] = ProjectState(scope, options, context, index)
+        return state
+
+    def state_for(self, path: Path) -> Optional[ProjectState]:
+        """The loaded project of a file (None until it is loaded)."""
+        return self.projects.get(self.workspace.root_for(path.parent)[0])
 
     def display(self, path: Path) -> str:
         return display_path(path, self.root)
@@ -127,41 +156,35 @@ class WorkspaceIndex:
             return False
         return True
 
-    def update(self, path: Path, text: Optional[str], options: RunOptions) -> None:
-        """Re-run the file pass for one file: its saved text, or what is on disk."""
+    def update(self, path: Path) -> None:
+        """A file changed on disk (saved, created, deleted): its summary again."""
         if path.suffix not in PYTHON_SUFFIXES and path.suffix != ".ipynb":
             return
         if not self.ready:
             self.stale.add(path)
             return
+        state = self.state_for(path)
+        if state is None:
+            return
         display = self.display(path)
-        if text is None:
-            try:
-                source = read_source(path)
-            except SourceError:
-                self.files.pop(display, None)
-                self.results.pop(display, None)
-                return
+        if not path.is_file():
+            state.context.summaries.pop(display, None)
+            state.context.paths.pop(display, None)
+            return
+        module_name, is_package = module_name_for(path)
+        result = lint_path(path, display, summary_options(state.options), module_name, is_package)
+        state.context.paths[display] = path
+        if result.summary is not None:
+            state.context.summaries[display] = result.summary
         else:
-            source = SourceText(text)
-        module_name, is_package = module_name_for(path, path.parent)
-        self.files[display] = SourceFile(path, display, False)
-        self.results[display] = lint_source(source, path, display, options, module_name, is_package)
+            state.context.summaries.pop(display, None)
+        if state.index is not None and result.digest is not None:
+            record_summary(state.index, state.scope, SourceFile(path, display, False), result)
 
-
-def _validated(settings: Settings) -> Settings:
-    """The settings, once their rule selectors are known to exist (as the command line checks)."""
-    for key in ("select", "ignore", "extend_select"):
-        if getattr(settings, key):
-            validate_selectors(getattr(settings, key), f"{settings.source}: `{key.replace('_', '-')}`")
-    for pattern, codes in settings.per_file_ignores:
-        validate_selectors(codes, f"{settings.source}: `per-file-ignores.{pattern}`")
-    return settings
-
-
-def _settings_near(directory: Path) -> Optional[Settings]:
-    found = find_config(directory)
-    return load_config_file(found) if found else None
+    def save(self) -> None:
+        for state in self.projects.values():
+            if state.index is not None:
+                state.index.save()
 
 
 # -- one open buffer ---------------------------------------------------------------------
@@ -179,9 +202,9 @@ class Buffer:
     options: Optional[RunOptions] = None
     path: Optional[Path] = None
     display: str = ""
-    # The project phase's input: the other files' results and files and the
-    # first-party names; None while the workspace is still being indexed.
-    project: Optional[Tuple[list, list, Optional[frozenset]]] = None
+    # The project phase's input: the project's options and the summaries of its
+    # other files; None while the project is still being indexed.
+    project: Optional[Tuple[RunOptions, ProjectContext]] = None
 
 
 class _Protocol(LanguageServerProtocol):
@@ -220,14 +243,15 @@ class TorchdetLanguageServer(LanguageServer):
 
     # -- settings -----------------------------------------------------------------------
     def settings_for(self, path: Path) -> Settings:
+        """The configuration of a file not yet indexed (read again when it changes on disk)."""
         found = find_config(path.parent)
         if found is None:
             index = self.index_for(path)
-            return Settings(root=index.root if index else path.parent)
+            return Settings(root=index.workspace.root_for(path.parent)[0] if index else path.parent)
         mtime = found.stat().st_mtime
         cached = self._settings_cache.get(found)
         if cached is None or cached[0] != mtime:
-            cached = (mtime, _validated(load_config_file(found)))
+            cached = (mtime, validated(load_config_file(found)))
             self._settings_cache[found] = cached
         return cached[1]
 
@@ -237,6 +261,16 @@ class TorchdetLanguageServer(LanguageServer):
             if index.contains(path) and (best is None or len(str(index.root)) > len(str(best.root))):
                 best = index
         return best
+
+    def index_or_new(self, path: Path) -> WorkspaceIndex:
+        """The workspace folder of a file; for a file outside every folder, its project
+        (the same root the command line would use), indexed in the background."""
+        index = self.index_for(path)
+        if index is None:
+            root = Workspace(path.parent).root_for(path.parent)[0]
+            index = self.indexes[root] = WorkspaceIndex(root, self._idle)
+            asyncio.get_running_loop().create_task(self.build_index(index))
+        return index
 
     # -- linting --------------------------------------------------------------------------
     def snapshot(self, uri: str) -> Optional[Buffer]:
@@ -251,13 +285,21 @@ class TorchdetLanguageServer(LanguageServer):
         if not _is_python(document.language_id, path):
             return None
         buffer = Buffer(uri, document.version, text, LineIndex(text), path=path)
-        index = self.index_for(path)
-        buffer.display = index.display(path) if index else path.name
-        if index is None:
-            buffer.project = ([], [], None)
-        elif index.ready:
-            others = [(r, index.files.get(display)) for display, r in index.results.items() if display != buffer.display]
-            buffer.project = ([r for r, _ in others], [f for _, f in others if f is not None], index.first_party)
+        index = self.index_or_new(path)
+        buffer.display = index.display(path)
+        if index.ready:
+            state = index.state_for(path)
+            if state is None:
+                self.load_project(index, path)  # a sub-project of the folder: indexed, then linted again
+            else:
+                context = state.context
+                buffer.project = (
+                    state.options,
+                    ProjectContext(
+                        {d: s for d, s in context.summaries.items() if d != buffer.display},
+                        {d: p for d, p in context.paths.items() if d != buffer.display},
+                    ),
+                )
         return buffer
 
     def lint_buffer(self, buffer: Buffer) -> Buffer:
@@ -299,20 +341,18 @@ class TorchdetLanguageServer(LanguageServer):
 
     def _diagnostics(self, buffer: Buffer) -> List[Diagnostic]:
         path = buffer.path
-        settings = self.settings_for(path)
         own_file = SourceFile(path, buffer.display, True)
-        first_party = buffer.project[2] if buffer.project and buffer.project[2] is not None else first_party_names([own_file])
-        options = buffer.options = make_options(settings, first_party)
-        module_name, is_package = module_name_for(path, path.parent)
+        if buffer.project is not None:
+            options, context = buffer.project
+        else:
+            options, context = make_options(self.settings_for(path), first_party_names([own_file])), None
+        buffer.options = options
+        module_name, is_package = module_name_for(path)
         result = check_text(buffer.text, buffer.display, options, module_name, is_package)
         result.source = SourceText(buffer.text)
-        if buffer.project is None:
-            # the project phase waits for the workspace's summaries
-            return apply_suppressions(result.diagnostics, buffer.text, settings, path)
-        other_results, other_files, _ = buffer.project
-        project = run_project_rules([result, *other_results], [own_file, *other_files], options)  # may drop file findings
-        diagnostics = apply_suppressions(result.diagnostics, buffer.text, settings, path)
-        return diagnostics + [d for d in project if d.path == buffer.display]
+        # First: the project phase may drop file findings (TDL201); it waits for the project's summaries.
+        project = run_project_rules([result], [own_file], options, context) if context is not None else []
+        return apply_suppressions(result.diagnostics, buffer.text, options.settings, path) + project
 
     def schedule(self, uri: str, delay: float = 0.0) -> None:
         """Lint a document soon, in the worker thread, and publish the result; a newer
@@ -530,32 +570,48 @@ class TorchdetLanguageServer(LanguageServer):
 
     # -- the workspace index ------------------------------------------------------------------------
     async def build_indexes(self) -> None:
-        loop = asyncio.get_running_loop()
         for index in list(self.indexes.values()):
-            try:
-                await loop.run_in_executor(self._index_executor, index.build)
-            except Exception:  # a broken file tree must not stop the buffers being linted
-                logger.exception("indexing %s failed", index.root)
-                index.ready = True
-            for path in sorted(index.stale):
-                buffer_options = self.buffers_options(path)
-                if buffer_options is not None:
-                    index.update(path, None, buffer_options)
-            index.stale.clear()
+            await self.build_index(index, relint=False)
         self.schedule_all()
 
-    def buffers_options(self, path: Path) -> Optional[RunOptions]:
-        index = self.index_for(path)
+    async def build_index(self, index: WorkspaceIndex, relint: bool = True) -> None:
         try:
-            return make_options(self.settings_for(path), index.first_party if index else frozenset())
-        except ConfigError:
-            return None
+            await asyncio.get_running_loop().run_in_executor(self._index_executor, index.build)
+        except Exception:  # a broken file tree must not stop the buffers being linted
+            logger.exception("indexing %s failed", index.root)
+            index.ready = True
+        for path in sorted(index.stale):
+            index.update(path)
+        index.stale.clear()
+        if relint:
+            self.schedule_all()
 
-    def file_changed(self, path: Path, text: Optional[str]) -> None:
+    def load_project(self, index: WorkspaceIndex, path: Path) -> None:
+        """Index the project of a file in the background, then lint the open documents again."""
+
+        async def load() -> None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._index_executor, index.load, path.parent)
+            except Exception:
+                logger.exception("indexing the project of %s failed", path)
+                return
+            self.schedule_all()
+
+        asyncio.get_running_loop().create_task(load())
+
+    def file_changed(self, path: Path) -> None:
+        if path.name == "__init__.py":
+            forget_packages()
         index = self.index_for(path)
-        options = self.buffers_options(path)
-        if index is not None and options is not None:
-            index.update(path, text, options)
+        if index is not None:
+            index.update(path)
+
+    def reload_configuration(self) -> None:
+        """A configuration changed: every project is indexed again with it."""
+        for root, index in list(self.indexes.items()):
+            index.cancelled.set()
+            fresh = self.indexes[root] = WorkspaceIndex(root, self._idle)
+            asyncio.get_running_loop().create_task(self.build_index(fresh))
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -668,6 +724,7 @@ def create_server() -> TorchdetLanguageServer:
     def shutdown(ls: TorchdetLanguageServer, params: None) -> None:
         for index in ls.indexes.values():
             index.cancelled.set()
+            index.save()
         for task in ls._pending.values():
             task.cancel()
         ls._index_executor.shutdown(wait=False, cancel_futures=True)
@@ -685,9 +742,10 @@ def create_server() -> TorchdetLanguageServer:
     def did_save(ls: TorchdetLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         path = _path_of(uri)
-        if path.name != "pyproject.toml":
-            text = params.text if params.text is not None else ls.workspace.get_text_document(uri).source
-            ls.file_changed(path, text)
+        if path.name == "pyproject.toml":
+            ls.reload_configuration()
+        else:
+            ls.file_changed(path)
         ls.schedule(uri)
         ls.schedule_all()  # a saved file (or config) can change the findings of the others
 
@@ -704,8 +762,10 @@ def create_server() -> TorchdetLanguageServer:
     def did_change_watched_files(ls: TorchdetLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
         for change in params.changes:
             path = to_fs_path(change.uri)
-            if path and Path(path).suffix in PYTHON_SUFFIXES + (".ipynb",):
-                ls.file_changed(Path(path), None)
+            if path and Path(path).name == "pyproject.toml":
+                ls.reload_configuration()
+            elif path and Path(path).suffix in PYTHON_SUFFIXES + (".ipynb",):
+                ls.file_changed(Path(path))
         ls.schedule_all()
 
     @server.feature(

@@ -87,8 +87,10 @@ class Project:
         settings: Settings,
         torch_version: Tuple[int, int],
         first_party: frozenset = frozenset(),
+        reported: Optional[Set[str]] = None,
     ) -> None:
         self.settings = settings
+        self.reported = reported  # the files whose diagnostics are shown (None: every file)
         self.torch_version = torch_version
         self.first_party = first_party
         self.paths: Dict[str, Path] = dict(paths)
@@ -147,6 +149,14 @@ class Project:
             if reason is not None:
                 entries.append(EntryPoint(display, reason, summary))
         return entries
+
+    def is_reported(self, display: str) -> bool:
+        return self.reported is None or display in self.reported
+
+    @property
+    def reported_entry_points(self) -> List[EntryPoint]:
+        """The entry points whose diagnostics are shown (the others are analysed, never reported)."""
+        return [entry for entry in self.entry_points if self.is_reported(entry.path)]
 
     def entry_point(self, display: str) -> Optional[EntryPoint]:
         return next((e for e in self.entry_points if e.path == display), None)

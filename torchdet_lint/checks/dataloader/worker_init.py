@@ -81,6 +81,8 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
         old_torch = project.torch_version < WORKER_RESEEDS_NUMPY
         strict = project.settings.profile == "strict"
         for display, summary in sorted(project.summaries.items()):
+            if not project.is_reported(display):
+                continue
             for loader in summary.loaders:
                 rngs = self._rngs(project, display, loader)
                 if rngs:

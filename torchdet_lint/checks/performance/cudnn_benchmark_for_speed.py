@@ -90,7 +90,7 @@ class CudnnBenchmarkOffForSpeed(ProjectRule):
     )
 
     def check(self, project) -> Iterable:
-        for entry in project.entry_points:
+        for entry in project.reported_entry_points:
             reach = project.entry_reach(entry)
             convolution = reach.covers.get("convolution")
             if convolution is None or not reach.cuda or "cudnn-benchmark" in reach.covers:

@@ -76,7 +76,7 @@ class _UnseededGlobalRng(ProjectRule):
     kind: ClassVar[str] = ""
 
     def check(self, project: Project) -> Iterable[Diagnostic]:
-        for entry in project.entry_points:
+        for entry in project.reported_entry_points:
             reach = project.entry_reach(entry)
             draws = reach.draws.get(self.kind)
             if not draws or self.kind in reach.covers:

@@ -1,0 +1,250 @@
+"""Partial runs tell the truth: what is reported for a file never depends on which
+other files are named (RULES.md, "Decisions from real repositories").
+
+A named file, standard input and flake8 are run here for real; pre-commit and
+the language server have their tests in test_precommit.py and test_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import FIXTURES, ROOT, run_cli
+from torchdet_lint.testing import fixture_config
+
+SEED_HELPER = """\
+import random
+
+import numpy as np
+import torch
+
+
+def fix_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+"""
+TRAIN = """\
+import random
+
+import numpy as np
+import torch
+from torch import nn
+
+from utils.seed import fix_seed
+
+
+def main():
+    fix_seed(0)
+    model = nn.Linear(4, 2)
+    print(model(torch.randn(1, 4)), random.random(), np.random.rand())
+
+
+if __name__ == "__main__":
+    main()
+"""
+UNSEEDED = TRAIN.replace("    fix_seed(0)\n", "")
+SEED_CODES = ["TDL001", "TDL002", "TDL003"]
+
+
+def helper_seeded_project(root: Path) -> Path:
+    """`train.py` seeds through `utils/seed.py`; `train2.py` never seeds."""
+    (root / "utils").mkdir(parents=True)
+    (root / "utils" / "seed.py").write_text(SEED_HELPER, encoding="utf-8")
+    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    (root / "train2.py").write_text(UNSEEDED, encoding="utf-8")
+    (root / ".git").mkdir()  # the project root
+    return root
+
+
+def _json(*args: str, cwd: Path, stdin: bytes = None) -> List[dict]:
+    code, out, err = run_cli(*args, "--output-format", "json", cwd=cwd, input=stdin)
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+def _codes(diagnostics: List[dict], path: str) -> List[str]:
+    return sorted(d["code"] for d in diagnostics if d["path"] == path)
+
+
+def test_a_named_file_and_stdin_see_the_seed_helper(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+    whole = _json(".", cwd=project)
+    assert _codes(whole, "train.py") == [] and _codes(whole, "train2.py") == SEED_CODES
+
+    assert _json("train.py", cwd=project) == []
+    assert _json("-", "--stdin-filename", "train.py", cwd=project, stdin=TRAIN.encode()) == []
+    assert _codes(_json("train2.py", cwd=project), "train2.py") == SEED_CODES
+    assert _codes(_json("-", "--stdin-filename", "train2.py", cwd=project, stdin=UNSEEDED.encode()), "train2.py") == SEED_CODES
+    # Standard input is the named file's text, whatever is on disk.
+    assert _codes(_json("-", "--stdin-filename", "train.py", cwd=project, stdin=UNSEEDED.encode()), "train.py") == SEED_CODES
+    # From a sub-directory, and without the cache: the same project, the same findings.
+    assert _json("../train.py", cwd=project / "utils") == []
+    assert _codes(_json("--no-cache", "train2.py", cwd=project), "train2.py") == SEED_CODES
+    assert _json("--no-cache", "train.py", cwd=project) == []
+
+
+def test_only_the_named_files_are_reported(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+    (project / "data.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(range(4), shuffle=True)\n", encoding="utf-8"
+    )
+    assert {d["path"] for d in _json(".", cwd=project)} == {"data.py", "train2.py"}
+    assert {d["path"] for d in _json("train2.py", cwd=project)} == {"train2.py"}
+    assert {d["path"] for d in _json("data.py", "train.py", cwd=project)} == {"data.py"}
+
+
+def test_flake8_sees_the_seed_helper(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+
+    def flake8(*paths: str) -> List[Tuple[str, str]]:
+        completed = subprocess.run(
+            [sys.executable, "-m", "flake8", "--select", "TDL", "--format", "%(path)s|%(code)s", *paths],
+            cwd=project, capture_output=True, text=True, timeout=300,
+        )
+        assert completed.returncode in (0, 1), completed.stderr
+        return sorted(tuple(line.split("|")) for line in completed.stdout.splitlines())
+
+    assert flake8("train.py") == []
+    assert flake8("train2.py") == [("train2.py", code) for code in SEED_CODES]
+    assert flake8(".") == [("./train2.py", code) for code in SEED_CODES]
+
+
+def test_fix_with_named_files_fixes_only_them(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+    loader = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(range(4), shuffle=True)\n"
+    (project / "data.py").write_text(loader, encoding="utf-8")
+    code, _, err = run_cli("--fix", "--unsafe-fixes", "train.py", "train2.py", cwd=project)
+    assert code == 0, err
+    # train.py is seeded through the helper: no seeding inserted there.
+    assert (project / "train.py").read_text(encoding="utf-8") == TRAIN
+    fixed = (project / "train2.py").read_text(encoding="utf-8")
+    assert fixed != UNSEEDED and "fix_seed(0)" in fixed
+    assert (project / "data.py").read_text(encoding="utf-8") == loader  # not named: never fixed
+    assert _codes(_json(".", cwd=project), "data.py") == ["TDL101"]
+
+
+def test_the_summary_index_is_filled_cold_and_read_warm(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+
+    def timings(*args: str) -> Dict[str, float]:
+        code, _, err = run_cli("--verbose", *args, cwd=project)
+        assert code in (0, 1), err
+        line = next(line for line in err.splitlines() if line.startswith("timings: "))
+        return json.loads(line[len("timings: "):])
+
+    cold = timings("train.py")
+    assert (cold["context_files"], cold["context_computed"]) == (2, 2)
+    assert list((project / ".torchdet_lint_cache").glob("summaries-*.pickle"))
+    warm = timings("train.py")
+    assert (warm["context_files"], warm["context_computed"]) == (2, 0)
+    # The helper stops seeding torch: the next run of train.py reads it again and reports.
+    (project / "utils" / "seed.py").write_text(SEED_HELPER.replace("    torch.manual_seed(seed)\n", ""), encoding="utf-8")
+    edited = timings("train.py")
+    assert edited["context_computed"] == 1
+    assert _codes(_json("train.py", cwd=project), "train.py") == ["TDL001"]
+
+
+def test_a_monorepo_lints_each_sub_project_at_its_own_torch_version(tmp_path: Path) -> None:
+    """`index_add_` raises under the flag before torch 1.9 (TDL202) and has a deterministic
+    implementation after (TDL201, not in the default selection)."""
+    root = tmp_path / "mono"
+    (root / ".git").mkdir(parents=True)
+    code = "import torch\n\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n"
+    for name, version in (("old", "1.8"), ("new", "2.13")):
+        (root / name).mkdir()
+        (root / name / "pyproject.toml").write_text(f'[tool.torchdet-lint]\ntorch-version = "{version}"\n', encoding="utf-8")
+        (root / name / "ops.py").write_text(code, encoding="utf-8")
+    diagnostics = _json(".", cwd=root)
+    assert [(d["path"], d["code"]) for d in diagnostics] == [("old/ops.py", "TDL202")]
+    assert "torch 1.8" in diagnostics[0]["message"]
+    # Each sub-project keeps its own selection too.
+    (root / "new" / "pyproject.toml").write_text('[tool.torchdet-lint]\ntorch-version = "2.13"\nextend-select = ["TDL201"]\n', encoding="utf-8")
+    assert [(d["path"], d["code"]) for d in _json(".", cwd=root)] == [("new/ops.py", "TDL201"), ("old/ops.py", "TDL202")]
+    assert [(d["path"], d["code"]) for d in _json("new/ops.py", cwd=root)] == [("new/ops.py", "TDL201")]
+
+
+def test_a_bad_key_in_a_sub_project_config_names_the_key_and_the_file(tmp_path: Path) -> None:
+    root = tmp_path / "mono"
+    (root / "sub").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.torchdet-lint]\n", encoding="utf-8")
+    (root / "sub" / "pyproject.toml").write_text('[tool.torchdet-lint]\nseed = "zero"\n', encoding="utf-8")
+    (root / "sub" / "train.py").write_text("import torch\n", encoding="utf-8")
+    code, out, err = run_cli(".", cwd=root)
+    assert code == 2 and out == ""
+    assert "seed" in err and str(root / "sub" / "pyproject.toml") in err and len(err.strip().splitlines()) == 1
+
+
+# -- the property: every file alone reports what the whole project run reports for it ------------
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def _projects() -> List[Tuple[str, Path, Dict[str, object]]]:
+    """examples/, every project fixture, and every rule directory's single-file cases together."""
+    found = [("examples", ROOT / "examples", {})]
+    for rule_dir in sorted(FIXTURES.glob("TDL[0-9][0-9][0-9]")):
+        singles = [case for case in rule_dir.glob("*.py") if not case.name.endswith(".fixed.py")]
+        if singles:
+            found.append((f"{rule_dir.name}/*.py", rule_dir, {"extend-select": [rule_dir.name]}))
+        for case in sorted(rule_dir.iterdir()):
+            if case.is_dir() and not case.name.endswith(".fixed"):
+                header = case / "fixture.json"
+                config = fixture_config("# fixture: " + header.read_text(encoding="utf-8")) if header.exists() else {}
+                config.setdefault("extend-select", [rule_dir.name])
+                found.append((f"{rule_dir.name}/{case.name}", case, config))
+    return found
+
+
+def _copy_project(source: Path, destination: Path, config: Dict[str, object]) -> List[str]:
+    """The project's source files (not the expectations) under a root of their own."""
+    names = []
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if path.is_dir() or relative.parts[0].endswith(".fixed") or path.name.endswith(".fixed.py"):
+            continue
+        if path.suffix not in (".py", ".ipynb"):
+            continue
+        target = destination / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+        names.append(relative.as_posix())
+    table = "".join(f"{key} = {_toml_value(value)}\n" for key, value in config.items())
+    (destination / "pyproject.toml").write_text("[tool.torchdet-lint]\n" + table, encoding="utf-8")
+    return names
+
+
+@pytest.mark.parametrize("name, source, config", _projects(), ids=[p[0] for p in _projects()])
+def test_every_file_alone_reports_what_the_whole_project_run_reports(name, source, config, tmp_path: Path, monkeypatch, capsys) -> None:
+    from torchdet_lint.cli import main as cli_main
+
+    files = _copy_project(source, tmp_path, config)
+    monkeypatch.chdir(tmp_path)
+
+    def diagnostics(*args: str) -> List[dict]:
+        capsys.readouterr()
+        code = cli_main(["--output-format", "json", *args])
+        out, err = capsys.readouterr()
+        assert code in (0, 1), err
+        return json.loads(out)
+
+    whole = diagnostics(".")
+    assert whole or name.startswith("TDL4"), f"{name}: the whole run reports nothing to compare"
+    for file in files:
+        expected = [d for d in whole if d["path"] == file]
+        assert diagnostics("--force-exclude", file) == expected, f"{name}: {file} alone"
+    # Without the cache too (every other file's summary computed afresh).
+    for file in files[:3]:
+        expected = [d for d in whole if d["path"] == file]
+        assert diagnostics("--no-cache", "--force-exclude", file) == expected, f"{name}: {file} alone, --no-cache"
