@@ -31,7 +31,7 @@ with cached_dataclass_code():
     from torchdet_lint.workspace import Workspace
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rule", "rules", "server")
+SUBCOMMANDS = ("check", "report", "rule", "rules", "server")
 
 
 class UsageError(Exception):
@@ -328,6 +328,50 @@ def run_rules(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def run_report(argv: Sequence[str]) -> int:
+    """`torchdet-lint report [PATHS]`: one scorecard per entry point, from the same run as `check`."""
+    from torchdet_lint.output.context import OutputContext, use_color
+    from torchdet_lint.report.render import FORMATS as REPORT_FORMATS
+    from torchdet_lint.report.render import render_full, render_json, render_markdown
+    from torchdet_lint.report.scorecard import REPORT_CODES, scorecards
+    from torchdet_lint.runner import default_jobs, run_scopes
+
+    parser = _Parser(prog="torchdet-lint report", description="Will each training entry point reproduce? One row per entry point.")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
+    parser.add_argument("--output-format", choices=REPORT_FORMATS, default="full")
+    parser.add_argument("--config", type=Path, help="pyproject.toml to read instead of searching")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--force-exclude", action="store_true", help="apply excludes to paths named explicitly too")
+    parser.add_argument("--torch-version", help="target torch version (overrides config and the installed torch)")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when something is missing")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    args = parser.parse_args(list(argv))
+    args.select, args.extend_select, args.ignore, args.profile, args.unsafe_fixes = None, [], [], None, None
+    workspace = _workspace(args)
+    scopes, missing = workspace.scopes(args.paths or ["."], force_exclude=args.force_exclude)
+    for path in missing:
+        raise ConfigError(f"{path}: no such file or directory")
+    jobs = args.jobs if args.jobs and args.jobs > 0 else default_jobs()
+    result = run_scopes(scopes, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet, extra_codes=REPORT_CODES)
+    cards = []
+    for project in result.projects:
+        if project.model is not None:
+            named = {r.path for r in project.results}
+            cards.extend(scorecards(project.model, [d for d in result.diagnostics if d.path in named]))
+    cards.sort(key=lambda card: (card.path, card.line))
+    if args.output_format == "json":
+        sys.stdout.write(render_json(cards))
+    elif args.output_format == "markdown":
+        sys.stdout.write(render_markdown(cards))
+    else:
+        sys.stdout.write(render_full(cards, OutputContext(color=use_color(args.color)).style))
+    if all(card.reproducible for card in cards) or args.exit_zero:
+        return EXIT_OK
+    return EXIT_FOUND
+
+
 def run_server(argv: Sequence[str]) -> int:
     try:
         from torchdet_lint.server import main as server_main
@@ -345,6 +389,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_rules(argv[1:])
         if argv and argv[0] == "server":
             return run_server(argv[1:])
+        if argv and argv[0] == "report":
+            return run_report(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         args = build_parser().parse_args(argv)

@@ -109,6 +109,10 @@ class FileContext:
     def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[FixBuilder], extra: Optional[dict] = None) -> None:
         self._reports.append((code, name, node, message, fix, extra))
 
+    @property
+    def has_reports(self) -> bool:
+        return bool(self._reports)
+
     def report_at_line(self, code: str, name: str, line: int, column: int, message: str, fix: Optional[FixBuilder] = None) -> None:
         self._reports.append((code, name, (line, column), message, fix, None))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.checks import project_rule_classes
 from torchdet_lint.diagnostics import SILENCED_BY_FLAG, Diagnostic
@@ -49,8 +49,16 @@ def build_project(
 def run_project_rules(
     results: Sequence[FileResult], files: Sequence, options: RunOptions, context: Optional[ProjectContext] = None
 ) -> List[Diagnostic]:
-    """The project rules' diagnostics on the files of `results` (suppressions applied);
-    `context` holds the summaries of the project's other files.
+    """The project rules' diagnostics on the files of `results` (see `project_phase`)."""
+    return project_phase(results, files, options, context)[0]
+
+
+def project_phase(
+    results: Sequence[FileResult], files: Sequence, options: RunOptions, context: Optional[ProjectContext] = None
+) -> Tuple[List[Diagnostic], Optional[Project]]:
+    """The project rules' diagnostics on the files of `results` (suppressions applied),
+    and the project model they ran over (None when no project rule is selected and
+    nothing needed it); `context` holds the summaries of the project's other files.
 
     Also the project-level filter of TDL201 (and of the third-party kernels the
     flag makes deterministic, TDL203): those file diagnostics are removed from
@@ -60,7 +68,7 @@ def run_project_rules(
     rules = [rule() for rule in project_rule_classes(options.selected)]
     has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in r.diagnostics)
     if not rules and not has_flag_findings:
-        return []
+        return [], None
     project = build_project(results, files, options, context)
     if has_flag_findings and project.deterministic_mode_enabled():
         for result in results:
@@ -75,4 +83,4 @@ def run_project_rules(
         source = project.sources.get(path)
         text = source.text if source is not None else ""
         kept.extend(apply_suppressions(diagnostics, text, options.settings, project.paths.get(path, Path(path))))
-    return kept
+    return kept, project

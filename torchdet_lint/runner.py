@@ -23,7 +23,8 @@ from torchdet_lint.diagnostics import Diagnostic, error_diagnostic, sort_diagnos
 from torchdet_lint.discovery import SourceFile
 from torchdet_lint.engine import FileResult, RunOptions, lint_python
 from torchdet_lint.notebook import lint_notebook
-from torchdet_lint.project import ProjectContext, run_project_rules
+from torchdet_lint.model.project import Project
+from torchdet_lint.project import ProjectContext, project_phase
 from torchdet_lint.source import SourceError, SourceText, decode_source, read_bytes
 from torchdet_lint.workspace import ProjectScope
 
@@ -40,6 +41,7 @@ class ProjectRun:
     files: List[SourceFile]  # the named files
     results: List[FileResult]
     context: Optional[ProjectContext] = None
+    model: Optional[Project] = None  # the project model the project phase ran over (reach memoised)
 
 
 @dataclass
@@ -53,10 +55,12 @@ class RunResult:
         return {f.path: f.source for f in self.files if f.source is not None}
 
 
-def make_options(settings: Settings, first_party: frozenset = frozenset()) -> RunOptions:
+def make_options(settings: Settings, first_party: frozenset = frozenset(), extra_codes: frozenset = frozenset()) -> RunOptions:
+    """The options of a run: the configuration's selection (plus `extra_codes`, which a
+    consumer such as the report needs whatever the selection), target torch, first party."""
     return RunOptions(
         settings=settings,
-        selected=selected_codes(settings),
+        selected=selected_codes(settings) | extra_codes,
         torch_version=target_torch_version(settings, newest_version()),
         first_party=first_party,
     )
@@ -232,13 +236,14 @@ def run(
     file_pass = time.perf_counter() - started
     started = time.perf_counter()
     project_diagnostics: List[Diagnostic] = []
+    model = None
     if project:
         # Before collecting the file findings: the project phase may drop some (TDL201).
-        project_diagnostics = run_project_rules(results, files, options, context)
+        project_diagnostics, model = project_phase(results, files, options, context)
     diagnostics = [d for result in results for d in result.diagnostics] + project_diagnostics
     run_result = RunResult(results, sort_diagnostics(diagnostics))
     run_result.timings = {"file_pass": file_pass, "project_phase": time.perf_counter() - started}
-    run_result.projects = [ProjectRun(None, options, list(files), results, context)]
+    run_result.projects = [ProjectRun(None, options, list(files), results, context, model)]
     return run_result
 
 
@@ -323,11 +328,12 @@ def run_scopes(
     jobs: int = 1,
     use_cache: bool = True,
     progress: bool = False,
+    extra_codes: frozenset = frozenset(),
 ) -> RunResult:
     """Lint the named files of each project; the project phase sees every file of it."""
     combined = RunResult(timings={"file_pass": 0.0, "project_phase": 0.0, "context": 0.0, "context_files": 0, "context_computed": 0})
     for scope in scopes:
-        options = make_options(scope.settings, first_party_names(scope.files))
+        options = make_options(scope.settings, first_party_names(scope.files), extra_codes)
         started = time.perf_counter()
         context, index = project_context(scope, options, scope.named, jobs=jobs, use_cache=use_cache, progress=progress)
         combined.timings["context"] += time.perf_counter() - started
@@ -344,7 +350,7 @@ def run_scopes(
         combined.diagnostics.extend(part.diagnostics)
         for name in ("file_pass", "project_phase"):
             combined.timings[name] += part.timings[name]
-        combined.projects.append(ProjectRun(scope, options, named, part.files, context))
+        combined.projects.append(ProjectRun(scope, options, named, part.files, context, part.projects[0].model))
     combined.diagnostics = sort_diagnostics(combined.diagnostics)
     return combined
 

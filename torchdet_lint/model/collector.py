@@ -12,6 +12,7 @@ import libcst as cst
 
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
+    DATA_LOADING,
     CONVOLUTION_RE,
     DATALOADER,
     LAMBDA_CALLERS,
@@ -27,7 +28,7 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
     mentions_cuda,
 )
-from torchdet_lint.model.scan import ast_anchors
+from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
     LAMBDA_KEY,
     MAIN_KEY,
@@ -417,7 +418,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             for match in match_operations(self.context, node):
                 function.ops.append(site(f"`{match.name}`"))
                 break
-        # DataLoaders for TDL102
+        # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
+        if qualified in DATA_LOADING and len(function.loading) < MAX_SITES:
+            function.loading.append(site(f"`{_spelling(func)}(...)`"))
         if qualified == DATALOADER:
             self._loader(node)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self.module_rng_names:
@@ -498,12 +501,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             or self.context.path.endswith((".ipynb", "__main__.py"))
             or bool(self.loader_calls)
         )
-        if needs_anchors or self.pending:
+        located = self.context.has_reports or bool(self.loader_calls)  # findings to place in their functions
+        if needs_anchors or self.pending or located:
             tree = self.context.python_tree()
             if tree is not None:
                 self._lines(tree)
                 if needs_anchors:
                     ast_anchors(tree, self.context.text, summary)
+                if located:  # positions parsed the tree already
+                    summary.spans = function_spans(tree)
         if self.loader_calls:
             self._loader_sites()
 

@@ -168,6 +168,8 @@ RANDOM_SAMPLERS = frozenset(
     {"torch.utils.data.RandomSampler", "torch.utils.data.SubsetRandomSampler", "torch.utils.data.WeightedRandomSampler"}
 )
 DATALOADER = "torch.utils.data.DataLoader"
+# The calls the TDL1xx rules look at: what "the entry point loads data" means in the report.
+DATA_LOADING = frozenset({DATALOADER, "torch.utils.data.random_split", "torch.utils.data.DistributedSampler"}) | RANDOM_SAMPLERS
 
 
 def _has_generator(call: cst.Call, name: str) -> bool:

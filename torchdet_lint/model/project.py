@@ -41,6 +41,7 @@ class Reach:
     covers: Dict[str, Located] = field(default_factory=dict)
     cuda: List[Located] = field(default_factory=list)
     ops: List[Located] = field(default_factory=list)
+    loading: List[Located] = field(default_factory=list)  # DataLoaders, random samplers and splits
 
     def merge(self, other: "Reach") -> None:
         for kind, sites in other.draws.items():
@@ -50,6 +51,7 @@ class Reach:
             self.covers.setdefault(kind, site)
         _extend(self.cuda, other.cuda)
         _extend(self.ops, other.ops)
+        _extend(self.loading, other.loading)
 
 
 def _extend(mine: List[Located], more: Iterable[Located]) -> None:
@@ -287,6 +289,7 @@ class Project:
             own.covers[kind] = Located(display, site)
         own.cuda = [Located(display, s) for s in function.cuda]
         own.ops = [Located(display, s) for s in function.ops]
+        own.loading = [Located(display, s) for s in function.loading]
         return own
 
     def _compute(self, start: Node) -> None:
@@ -342,28 +345,39 @@ class Project:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
 
-    def entry_reach(self, entry: EntryPoint) -> Reach:
-        combined = Reach()
+    def entry_starts(self, entry: EntryPoint) -> List[Node]:
+        """Where an entry point's code starts: its module-level code and main block; for a
+        configured entry point, also each of its module-level functions (a launcher, `fire`,
+        a job runner may call any of them)."""
         keys = [MAIN_KEY, MODULE_KEY]
         if entry.reason == "configured":
-            # A launcher runs the file's functions (a job runner, `fire`, ...): each may be its start.
             keys += [key for key in entry.summary.functions if "." not in key and not key.startswith("<")]
-        for key in keys:
-            if key in entry.summary.functions:
-                combined.merge(self.reach((entry.path, key)))
+        return [(entry.path, key) for key in keys if key in entry.summary.functions]
+
+    def entry_reach(self, entry: EntryPoint) -> Reach:
+        combined = Reach()
+        for start in self.entry_starts(entry):
+            combined.merge(self.reach(start))
         return combined
 
-    def files_reached(self, entry: EntryPoint) -> Set[str]:
-        """The files whose code an entry point runs."""
-        start = [(entry.path, key) for key in entry.summary.functions if key in (MAIN_KEY, MODULE_KEY) or entry.reason == "configured"]
-        seen: Set[Node] = set(start)
-        pending = list(start)
+    def reached_nodes(self, entry: EntryPoint) -> Set[Node]:
+        """Every function (file, key) whose code an entry point runs."""
+        seen: Set[Node] = set(self.entry_starts(entry))
+        pending = list(seen)
         while pending:
             for successor in self.edges(pending.pop()):
                 if successor not in seen:
                     seen.add(successor)
                     pending.append(successor)
-        return {display for display, _ in seen}
+        return seen
+
+    def node_at(self, display: str, line: int) -> Node:
+        """The function of a file that holds a line (its innermost span; else the module's code)."""
+        best: Optional[Tuple[int, str]] = None
+        for key, (first, last) in self.summaries[display].spans.items():
+            if first <= line <= last and (best is None or last - first < best[0]):
+                best = (last - first, key)
+        return (display, best[1] if best else MODULE_KEY)
 
     def deterministic_mode_enabled(self) -> bool:
         """RULES.md: one entry point that enables the flag silences TDL201 project-wide

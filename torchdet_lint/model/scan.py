@@ -289,3 +289,57 @@ def _is_main_guard(statement: ast.stmt) -> bool:
     return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
         isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
     )
+
+
+def function_spans(tree: ast.Module) -> Dict[str, Tuple[int, int]]:
+    """(first line, last line) of every function key of the file, named as the summary
+    collector names them: `f`, `Class.method`, `<main>` for the main block, `outer.<locals>.inner`
+    for a nested function. Code outside them is the module's (`<module>`); so are the
+    methods of nested classes, and a class defined in a function belongs to that function."""
+    spans: Dict[str, Tuple[int, int]] = {}
+
+    def span(node: ast.AST) -> Tuple[int, int]:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        return first, node.end_lineno or node.lineno
+
+    def walk(statements: Sequence[ast.stmt], key: Optional[str], in_nested_class: bool = False) -> None:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = key
+                if not in_nested_class:
+                    inner = statement.name if key is None else f"{key}.<locals>.{statement.name}"
+                    spans[inner] = span(statement)
+                walk(statement.body, inner)
+            elif isinstance(statement, ast.ClassDef):
+                if key is None and not in_nested_class:
+                    for member in statement.body:
+                        if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            method = f"{statement.name}.{member.name}"
+                            spans[method] = span(member)
+                            walk(member.body, method)
+                        else:
+                            walk([member], None, in_nested_class=isinstance(member, ast.ClassDef))
+                else:
+                    walk(statement.body, key, in_nested_class=True)
+            elif key is None and _is_main_guard(statement):
+                spans[MAIN_KEY] = span(statement)
+                walk(statement.body, MAIN_KEY)
+            else:
+                walk(_child_statements(statement), key, in_nested_class)
+
+    walk(tree.body, None)
+    return spans
+
+
+def _child_statements(statement: ast.stmt) -> List[ast.stmt]:
+    """The statements nested in a compound statement (if, for, while, try, with, match)."""
+    children: List[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(statement, name, None)
+        if isinstance(value, list):
+            children.extend(value)
+    for handler in getattr(statement, "handlers", None) or ():
+        children.extend(handler.body)
+    for case in getattr(statement, "cases", None) or ():
+        children.extend(case.body)
+    return [child for child in children if isinstance(child, ast.stmt)]

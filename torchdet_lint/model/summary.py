@@ -31,6 +31,7 @@ class FunctionSummary:
     covers: Dict[str, Site] = field(default_factory=dict)  # torch/random/numpy/deterministic/cudnn/cuda -> first site
     cuda: List[Site] = field(default_factory=list)
     ops: List[Site] = field(default_factory=list)
+    loading: List[Site] = field(default_factory=list)  # DataLoaders, random samplers and splits built here
 
     def add_call(self, target: str, seen: Set[str]) -> None:
         if target not in seen:
@@ -146,6 +147,8 @@ class FileSummary:
     worker_functions: Dict[str, WorkerFunction] = field(default_factory=dict)
     anchors: Optional[FixAnchors] = None
     rng_import_edits: Dict[str, Tuple[int, str]] = field(default_factory=dict)  # module -> (offset, text) for TDL102
+    # Function key -> (first line, last line), in files with findings: which code a finding is in.
+    spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 
     def function(self, key: str) -> FunctionSummary:
         summary = self.functions.get(key)

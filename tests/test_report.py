@@ -1,0 +1,186 @@
+"""`torchdet-lint report`: one scorecard per entry point, agreeing with `check`.
+
+For every fixture project the report's columns are compared with `check`'s
+diagnostics of the same run settings: a seed column is `missing` exactly when
+`check` reports TDL001/TDL002/TDL003 on that entry point; `dataloaders`,
+`raising-ops`, `third-party-kernels` (and the cuDNN and cuBLAS columns) are
+`missing` exactly when a TDL101-105 / TDL202 / TDL203 (TDL301 / TDL303) finding
+lies in code the entry point reaches, and then list every such finding.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+import jsonschema
+import pytest
+from markdown_it import MarkdownIt
+
+from conftest import run_cli
+from test_partial_runs import SEED_CODES, TRAIN, UNSEEDED, _copy_project, _projects, helper_seeded_project
+from torchdet_lint.report.scorecard import CHECKS, FINDING_CHECKS, REPORT_CODES, SEED_CHECKS
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "report-schema.json").read_text(encoding="utf-8"))
+EXTEND = ["--extend-select", ",".join(sorted(REPORT_CODES))]  # check with the report's selection
+
+
+def _report(*args: str, cwd: Path) -> Tuple[int, dict]:
+    code, out, err = run_cli("report", "--output-format", "json", *args, cwd=cwd)
+    assert code in (0, 1), err
+    data = json.loads(out)
+    jsonschema.validate(data, SCHEMA)
+    return code, data
+
+
+def _check(*args: str, cwd: Path) -> List[dict]:
+    code, out, err = run_cli("check", "--output-format", "json", *EXTEND, *args, cwd=cwd)
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("name, source, config", _projects(), ids=[p[0] for p in _projects()])
+def test_the_report_agrees_with_check_on_every_fixture_project(name, source, config, tmp_path: Path) -> None:
+    _copy_project(source, tmp_path, config)
+    code, report = _report(cwd=tmp_path)
+    diagnostics = _check(cwd=tmp_path)
+    entries = report["entry_points"]
+    cited: Set[Tuple[str, int, str]] = set()
+    for entry in entries:
+        checks = entry["checks"]
+        for check, (seed_code, _) in SEED_CHECKS.items():
+            reported = any(d["code"] == seed_code and (d["path"], d["line"]) == (entry["path"], entry["line"]) for d in diagnostics)
+            assert (checks[check]["status"] == "missing") == reported, (name, entry["path"], check)
+        for check, codes in FINDING_CHECKS.items():
+            result = checks[check]
+            if result["status"] != "missing":
+                continue
+            for evidence in result["evidence"]:
+                finding_code = evidence["message"].split(":", 1)[0]
+                assert finding_code in codes, (name, check, evidence)
+                match = [d for d in diagnostics if (d["path"], d["line"], d["code"]) == (evidence["path"], evidence["line"], finding_code)]
+                assert match, f"{name}: {check} cites {evidence}, which check does not report"
+                cited.add((evidence["path"], evidence["line"], finding_code))
+        assert set(checks) == set(CHECKS)
+    # Every finding of those codes is cited by an entry point that reaches it, unless none does.
+    reaching = _reaching_entry_points(tmp_path, config)
+    for d in diagnostics:
+        if any(d["code"] in codes for codes in FINDING_CHECKS.values()):
+            key = (d["path"], d["line"], d["code"])
+            assert (key in cited) == bool(reaching(d)), f"{name}: {key} cited {key in cited}, reached {reaching(d)}"
+    expected_exit = 0 if all(all(c["status"] != "missing" for c in e["checks"].values()) for e in entries) else 1
+    assert code == expected_exit
+
+
+def _reaching_entry_points(root: Path, config: Dict[str, object]):
+    """Which reported entry points reach a finding, from the project model (the library API)."""
+    from torchdet_lint.report.scorecard import _Findings
+    from torchdet_lint.runner import run_scopes
+    from torchdet_lint.workspace import Workspace
+
+    scopes, _ = Workspace(root).scopes(["."])
+    run = run_scopes(scopes, use_cache=False, extra_codes=REPORT_CODES)
+    models = [p.model for p in run.projects if p.model is not None]
+
+    def reaching(diagnostic: dict) -> List[str]:
+        found = []
+        for model in models:
+            placed = _Findings(model, [d for d in run.diagnostics if (d.path, d.line, d.code) == (diagnostic["path"], diagnostic["line"], diagnostic["code"])])
+            for entry in model.reported_entry_points:
+                if placed.reached(frozenset({diagnostic["code"]}), model.reached_nodes(entry)):
+                    found.append(entry.path)
+        return found
+
+    return reaching
+
+
+def test_seed_helper_evidence_and_exit_status(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+    code, report = _report(cwd=project)
+    assert code == 1
+    rows = {entry["path"]: entry["checks"] for entry in report["entry_points"]}
+    assert set(rows) == {"train.py", "train2.py"}
+    for check in ("torch-seed", "random-seed", "numpy-seed"):
+        assert rows["train.py"][check]["status"] == "ok"
+        assert rows["train.py"][check]["evidence"][0]["path"] == "utils/seed.py"
+        assert rows["train2.py"][check]["status"] == "missing"
+    # A named file gets its own row, the same as in the whole run.
+    code, named = _report("train.py", cwd=project)
+    assert [e["path"] for e in named["entry_points"]] == ["train.py"] and named["entry_points"][0] == report["entry_points"][0]
+
+    # Seeded, deterministic, nothing else wrong: every check ok or not-needed, exit 0.
+    (project / "train2.py").unlink()
+    (project / "train.py").write_text(TRAIN.replace("    fix_seed(0)\n", "    fix_seed(0)\n    torch.use_deterministic_algorithms(True)\n"), encoding="utf-8")
+    code, report = _report("--torch-version", "2.13", cwd=project)
+    statuses = {check: result["status"] for check, result in report["entry_points"][0]["checks"].items()}
+    assert code == 0 and set(statuses.values()) <= {"ok", "not-needed"}, statuses
+    assert statuses["deterministic-mode"] == "ok"
+    # Before torch 2.10 the flag needs CUBLAS_WORKSPACE_CONFIG set first (TDL303).
+    code, report = _report("--torch-version", "2.3", cwd=project)
+    assert code == 1 and report["entry_points"][0]["checks"]["cublas-workspace"]["status"] == "missing"
+
+
+def test_markdown_renders_as_a_table_with_a_legend(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+    code, out, err = run_cli("report", "--output-format", "markdown", cwd=project)
+    assert code == 1, err
+    tokens = MarkdownIt("commonmark").enable("table").parse(out)
+    types = [token.type for token in tokens]
+    assert "table_open" in types
+    cells = [tokens[i + 1].content for i, token in enumerate(tokens) if token.type in ("th_open", "td_open")]
+    header, rows = cells[: len(CHECKS) + 1], cells[len(CHECKS) + 1 :]
+    assert header == ["entry point", *CHECKS]
+    assert len(rows) == 2 * (len(CHECKS) + 1)
+    assert rows[0] == "`train.py:16`" and rows[len(CHECKS) + 1] == "`train2.py:15`"
+    assert "missing" in rows[len(CHECKS) + 2] and "ok" in rows[1]
+    assert "not-needed" in out and "### What is missing" in out
+
+
+def test_full_output_is_a_table_coloured_only_on_request(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+    code, out, _ = run_cli("report", cwd=project)
+    assert code == 1 and "\x1b[" not in out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("entry point"))
+    assert lines[header + 2].startswith("train.py:16") and lines[header + 3].startswith("train2.py:15")
+    assert lines[header + 3].split()[1:4] == ["missing", "missing", "missing"]
+    code, coloured, _ = run_cli("report", "--color", "always", cwd=project)
+    assert "\x1b[1;31mmissing" in coloured
+
+
+def test_third_party_kernels_reached_through_a_helper_module(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "attention.py").write_text(
+        "from flash_attn import flash_attn_func\n\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n\n\n"
+        "def attend_deterministically(q, k, v):\n    return flash_attn_func(q, k, v, deterministic=True)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "train.py").write_text("from attention import attend\n\nif __name__ == '__main__':\n    attend(1, 2, 3)\n", encoding="utf-8")
+    (tmp_path / "serve.py").write_text(
+        "from attention import attend_deterministically\n\nif __name__ == '__main__':\n    attend_deterministically(1, 2, 3)\n",
+        encoding="utf-8",
+    )
+    _, report = _report(cwd=tmp_path)
+    kernels = {entry["path"]: entry["checks"]["third-party-kernels"] for entry in report["entry_points"]}
+    assert kernels["train.py"]["status"] == "missing"
+    assert [(e["path"], e["line"]) for e in kernels["train.py"]["evidence"]] == [("attention.py", 5)]
+    assert kernels["serve.py"]["status"] == "not-needed"
+
+
+def test_report_usage_errors(tmp_path: Path) -> None:
+    code, _, err = run_cli("report", "nothere.py", cwd=tmp_path)
+    assert code == 2 and "nothere.py" in err
+    code, _, err = run_cli("report", "--output-format", "sarif", cwd=tmp_path)
+    assert code == 2
+    code, out, _ = run_cli("report", "--output-format", "json", cwd=tmp_path)
+    assert code == 0 and json.loads(out) == {"entry_points": []}
+
+
+def test_unseeded_script_is_missing_in_the_report_too(tmp_path: Path) -> None:
+    project = helper_seeded_project(tmp_path / "p")
+    _, report = _report("train2.py", cwd=project)
+    assert [e["path"] for e in report["entry_points"]] == ["train2.py"]
+    diagnostics = _check("train2.py", cwd=project)
+    assert sorted(d["code"] for d in diagnostics if d["code"] in SEED_CODES) == SEED_CODES
+    assert UNSEEDED  # the file the report and check read

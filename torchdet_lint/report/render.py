@@ -1,0 +1,117 @@
+"""The report's three forms: a terminal table (coloured as the diagnostics are),
+a Markdown table for `$GITHUB_STEP_SUMMARY` and pull-request comments, and
+JSON following INTERFACE.md's schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Dict, List, Sequence
+
+from torchdet_lint.report.scorecard import CHECKS, MISSING, NOT_NEEDED, OK, Scorecard
+
+FORMATS = ("full", "markdown", "json")
+# Two-line column headings for the terminal table.
+_HEADINGS = {
+    "torch-seed": ("torch", "seed"),
+    "random-seed": ("random", "seed"),
+    "numpy-seed": ("numpy", "seed"),
+    "deterministic-mode": ("determ.", "mode"),
+    "cudnn-benchmark-off": ("cudnn", "bench off"),
+    "cublas-workspace": ("cublas", "workspace"),
+    "dataloaders": ("data", "loaders"),
+    "raising-ops": ("raising", "ops"),
+    "third-party-kernels": ("3rd-party", "kernels"),
+}
+_CELL = {OK: "ok", MISSING: "missing", NOT_NEEDED: "-"}
+_STYLE = {OK: ("32",), MISSING: ("1", "31"), NOT_NEEDED: ("2",)}  # green, bold red, dim: as the diagnostics' output
+_MARK = {OK: "✅", MISSING: "❌", NOT_NEEDED: "➖"}
+LEGEND = (
+    "ok: checked and right (the evidence says where); missing: `torchdet-lint check` reports it for "
+    "this entry point; -/not-needed: nothing the entry point reaches needs it."
+)
+
+
+def _entry(card: Scorecard) -> str:
+    return f"{card.path}:{card.line}"
+
+
+def _summary(cards: Sequence[Scorecard]) -> str:
+    good = sum(1 for card in cards if card.reproducible)
+    if not cards:
+        return "No entry point found (a main block, `__main__.py`, a notebook, a script, or config `entry-points`)."
+    noun = "entry point" if len(cards) == 1 else "entry points"
+    return f"{len(cards)} {noun}, {good} fully reproducible, {len(cards) - good} with something missing."
+
+
+def render_full(cards: Sequence[Scorecard], style: Callable[..., str]) -> str:
+    """A table with one row per entry point, then the evidence of what is missing and what is right."""
+    lines = [style("Reproducibility report", "1"), ""]
+    if cards:
+        first = max([len("entry point")] + [len(_entry(card)) for card in cards])
+        widths = [max(len(_HEADINGS[c][0]), len(_HEADINGS[c][1]), len("missing")) for c in CHECKS]
+        for row in (0, 1):
+            heading = ("entry point" if row == 0 else "").ljust(first)
+            lines.append(style("  ".join([heading] + [_HEADINGS[c][row].ljust(w) for c, w in zip(CHECKS, widths)]).rstrip(), "1"))
+        for card in cards:
+            cells = []
+            for check, width in zip(CHECKS, widths):
+                status = card.checks[check].status
+                cells.append(style(_CELL[status].ljust(width), *_STYLE[status]))
+            lines.append("  ".join([_entry(card).ljust(first)] + cells).rstrip())
+        lines.append("")
+        for card in cards:
+            lines.append(style(f"{_entry(card)} ({card.reason})", "1"))
+            for check in CHECKS:
+                result = card.checks[check]
+                if result.status == NOT_NEEDED:
+                    continue
+                for index, evidence in enumerate(result.evidence):
+                    label = f"{check}: {result.status}" if index == 0 else ""
+                    lines.append(f"  {style(label.ljust(32), *_STYLE[result.status])} {evidence.where()}: {evidence.message}")
+            lines.append("")
+    lines.append(_summary(cards))
+    lines.append(style(LEGEND, "2"))
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(cards: Sequence[Scorecard]) -> str:
+    """A Markdown table, a legend, and the details of what is missing."""
+    lines = ["## Reproducibility report", "", _summary(cards), ""]
+    if cards:
+        lines.append("| entry point | " + " | ".join(CHECKS) + " |")
+        lines.append("|---|" + "---|" * len(CHECKS))
+        for card in cards:
+            cells = [f"{_MARK[card.checks[c].status]} {card.checks[c].status}" for c in CHECKS]
+            lines.append(f"| `{_markdown_text(_entry(card))}` | " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append(f"{_MARK[OK]} ok: checked and right; {_MARK[MISSING]} missing: `torchdet-lint check` reports it "
+                     f"for this entry point; {_MARK[NOT_NEEDED]} not-needed: nothing the entry point reaches needs it.")
+        missing = [(card, check) for card in cards for check in CHECKS if card.checks[check].status == MISSING]
+        if missing:
+            lines += ["", "### What is missing", ""]
+            for card, check in missing:
+                for evidence in card.checks[check].evidence:
+                    lines.append(f"- `{_markdown_text(_entry(card))}` {check}: `{_markdown_text(evidence.where())}` {_markdown_text(evidence.message)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(cards: Sequence[Scorecard]) -> str:
+    entries: List[Dict[str, object]] = []
+    for card in cards:
+        checks = {}
+        for check in CHECKS:
+            result = card.checks[check]
+            evidence = []
+            for item in result.evidence:
+                element: Dict[str, object] = {"path": item.path, "line": item.line, "message": item.message}
+                if item.cell is not None:
+                    element["cell"] = item.cell
+                evidence.append(element)
+            checks[check] = {"status": result.status, "evidence": evidence}
+        entries.append({"path": card.path, "line": card.line, "reason": card.reason, "checks": checks})
+    return json.dumps({"entry_points": entries}, indent=2) + "\n"

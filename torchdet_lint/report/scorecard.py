@@ -1,0 +1,176 @@
+"""The scorecard of each entry point: will this training run reproduce? One
+status per check (`ok`, `missing`, `not-needed`) with its evidence, read off
+the same run as `check` (its project model and its diagnostics), so the two
+agree by construction (INTERFACE.md, "Reproducibility report").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.model.project import EntryPoint, Located, Project, Reach
+from torchdet_lint.source import LineIndex
+
+OK, MISSING, NOT_NEEDED = "ok", "missing", "not-needed"
+CHECKS = (
+    "torch-seed",
+    "random-seed",
+    "numpy-seed",
+    "deterministic-mode",
+    "cudnn-benchmark-off",
+    "cublas-workspace",
+    "dataloaders",
+    "raising-ops",
+    "third-party-kernels",
+)
+SEED_CHECKS = {"torch-seed": ("TDL001", "torch"), "random-seed": ("TDL002", "random"), "numpy-seed": ("TDL003", "numpy")}
+# Checks that are `missing` when a finding of these codes lies in code the entry point reaches.
+FINDING_CHECKS = {
+    "cudnn-benchmark-off": frozenset({"TDL301"}),
+    "cublas-workspace": frozenset({"TDL303"}),
+    "dataloaders": frozenset({"TDL101", "TDL102", "TDL103", "TDL104", "TDL105"}),
+    "raising-ops": frozenset({"TDL202"}),
+    "third-party-kernels": frozenset({"TDL203"}),
+}
+# What the report needs computed, whatever the selection: added to it.
+REPORT_CODES: FrozenSet[str] = frozenset({"TDL001", "TDL002", "TDL003", "TDL302"}).union(*FINDING_CHECKS.values())
+CUBLAS_NOT_NEEDED_SINCE = (2, 10)  # torch 2.10 made cuBLAS deterministic without CUBLAS_WORKSPACE_CONFIG
+MAX_EVIDENCE = 5
+
+
+@dataclass(frozen=True)
+class Evidence:
+    path: str
+    line: int
+    message: str
+    cell: Optional[int] = None  # a notebook's cell, as Jupyter numbers them
+
+    def where(self) -> str:
+        if self.cell is not None:
+            return f"{self.path}:cell {self.cell}:{self.line}"
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass
+class CheckResult:
+    status: str
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Scorecard:
+    """One entry point and the result of every check."""
+
+    path: str
+    line: int
+    reason: str  # why it is an entry point: "main block", "script", ...
+    checks: Dict[str, CheckResult] = field(default_factory=dict)
+
+    @property
+    def reproducible(self) -> bool:
+        return all(result.status != MISSING for result in self.checks.values())
+
+
+class _Findings:
+    """A project's diagnostics by code, each placed in the function that holds it."""
+
+    def __init__(self, project: Project, diagnostics: Sequence[Diagnostic]) -> None:
+        self.project = project
+        self.by_code: Dict[str, List[Tuple[Diagnostic, Tuple[str, str]]]] = {}
+        indexes: Dict[str, Optional[LineIndex]] = {}
+        wanted = REPORT_CODES
+        for diagnostic in diagnostics:
+            if diagnostic.code not in wanted or diagnostic.path not in project.summaries:
+                continue
+            if diagnostic.path not in indexes:
+                source = project.sources.get(diagnostic.path)
+                indexes[diagnostic.path] = LineIndex(source.text) if source is not None else None
+            index = indexes[diagnostic.path]
+            # The line in the analysed text (a notebook's joined cells), as the summary's spans count.
+            line = index.position(diagnostic.start_offset)[0] if index is not None else diagnostic.line
+            node = project.node_at(diagnostic.path, line)
+            self.by_code.setdefault(diagnostic.code, []).append((diagnostic, node))
+
+    def reached(self, codes: FrozenSet[str], nodes: Set[Tuple[str, str]]) -> List[Diagnostic]:
+        return [d for code in sorted(codes) for d, node in self.by_code.get(code, ()) if node in nodes]
+
+    def at_entry(self, code: str, entry: EntryPoint) -> List[Diagnostic]:
+        return [d for d, _ in self.by_code.get(code, ()) if d.path == entry.path and d.line == entry.line]
+
+
+def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scorecard]:
+    """The scorecard of every reported entry point of a project."""
+    findings = _Findings(project, diagnostics)
+    cards = []
+    for entry in project.reported_entry_points:
+        card = Scorecard(entry.path, entry.line, entry.reason)
+        reach = project.entry_reach(entry)
+        nodes = project.reached_nodes(entry)
+        for check in CHECKS:
+            card.checks[check] = _check(check, project, entry, reach, nodes, findings)
+        cards.append(card)
+    return cards
+
+
+def _evidence(project: Project, located: Located, message: str) -> Evidence:
+    where = project.where(located)
+    if ":cell " in where:
+        path, _, rest = where.partition(":cell ")
+        cell, _, line = rest.partition(":")
+        return Evidence(path, int(line), message, int(cell))
+    return Evidence(located.path, located.site.line, message)
+
+
+def _from_diagnostics(found: Sequence[Diagnostic]) -> List[Evidence]:
+    """Every finding, as `check` reports it: the evidence of a missing check is complete."""
+    return [Evidence(d.path, d.line, f"{d.code}: {d.message}", d.cell) for d in found]
+
+
+def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes, findings: _Findings) -> CheckResult:
+    if check in SEED_CHECKS:
+        code, kind = SEED_CHECKS[check]
+        reported = findings.at_entry(code, entry)
+        if reported:
+            draws = reach.draws.get(kind, [])
+            return CheckResult(MISSING, [_evidence(project, site, f"draws without a seed: {site.site.text}") for site in draws] or _from_diagnostics(reported))
+        seeded = reach.covers.get(kind)
+        if seeded is not None:
+            return CheckResult(OK, [_evidence(project, seeded, f"seeded by {seeded.site.text}")])
+        if reach.draws.get(kind):
+            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, f"{code} is suppressed here")])
+        return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, f"reaches no draw from {kind}'s global generator")])
+    if check == "deterministic-mode":
+        enabled = reach.covers.get("deterministic")
+        if enabled is not None:
+            return CheckResult(OK, [_evidence(project, enabled, f"enabled by {enabled.site.text}")])
+        if project.settings.assume_deterministic_mode:
+            return CheckResult(OK, [Evidence(entry.path, entry.line, "config `assume-deterministic-mode`: enabled outside the code")])
+        work = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))
+        evidence = [_evidence(project, item, f"reaches {item.site.text}") for item in work[:MAX_EVIDENCE]]
+        return CheckResult(MISSING, evidence or [Evidence(entry.path, entry.line, "nothing reached enables `torch.use_deterministic_algorithms`")])
+    found = findings.reached(FINDING_CHECKS[check], nodes)
+    if found:
+        return CheckResult(MISSING, _from_diagnostics(found))
+    if check == "cudnn-benchmark-off":
+        chosen = reach.covers.get("cudnn-benchmark")
+        if chosen is not None:
+            return CheckResult(OK, [_evidence(project, chosen, f"set off: {chosen.site.text}")])
+        return CheckResult(OK, [Evidence(entry.path, entry.line, "never turned on (off by default)")])
+    if check == "cublas-workspace":
+        if project.torch_version >= CUBLAS_NOT_NEEDED_SINCE:
+            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, f"torch {'%d.%d' % project.torch_version} needs no `CUBLAS_WORKSPACE_CONFIG`")])
+        enabled = reach.covers.get("deterministic")
+        if enabled is None:
+            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "deterministic mode is not enabled")])
+        return CheckResult(OK, [_evidence(project, enabled, f"no TDL303: the variable is set for {enabled.site.text}")])
+    if check == "dataloaders":
+        if reach.loading:
+            return CheckResult(OK, [_evidence(project, site, f"reached, and not TDL101-TDL105: {site.site.text}") for site in reach.loading[:MAX_EVIDENCE]])
+        return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "builds no DataLoader, sampler or split")])
+    if check == "raising-ops":
+        if reach.ops:
+            return CheckResult(OK, [_evidence(project, site, f"reached, and not TDL202: {site.site.text}") for site in reach.ops[:MAX_EVIDENCE]])
+        return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no operation of the catalog")])
+    return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no nondeterministic third-party kernel")])
