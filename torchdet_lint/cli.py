@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -366,7 +367,8 @@ def run_report(argv: Sequence[str]) -> int:
     elif args.output_format == "markdown":
         sys.stdout.write(render_markdown(cards))
     else:
-        sys.stdout.write(render_full(cards, OutputContext(color=use_color(args.color)).style))
+        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+        sys.stdout.write(render_full(cards, OutputContext(color=use_color(args.color)).style, width))
     if all(card.reproducible for card in cards) or args.exit_zero:
         return EXIT_OK
     return EXIT_FOUND

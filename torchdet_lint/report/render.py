@@ -6,6 +6,7 @@ JSON following INTERFACE.md's schema.
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Callable, Dict, List, Sequence
 
 from torchdet_lint.report.scorecard import CHECKS, MISSING, NOT_NEEDED, OK, Scorecard
@@ -44,8 +45,9 @@ def _summary(cards: Sequence[Scorecard]) -> str:
     return f"{len(cards)} {noun}, {good} fully reproducible, {len(cards) - good} with something missing."
 
 
-def render_full(cards: Sequence[Scorecard], style: Callable[..., str]) -> str:
-    """A table with one row per entry point, then the evidence of what is missing and what is right."""
+def render_full(cards: Sequence[Scorecard], style: Callable[..., str], width: int = 100) -> str:
+    """A table with one row per entry point, then the evidence of what is missing and what is
+    right, wrapped to `width` columns."""
     lines = [style("Reproducibility report", "1"), ""]
     if cards:
         first = max([len("entry point")] + [len(_entry(card)) for card in cards])
@@ -55,11 +57,13 @@ def render_full(cards: Sequence[Scorecard], style: Callable[..., str]) -> str:
             lines.append(style("  ".join([heading] + [_HEADINGS[c][row].ljust(w) for c, w in zip(CHECKS, widths)]).rstrip(), "1"))
         for card in cards:
             cells = []
-            for check, width in zip(CHECKS, widths):
+            for check, cell_width in zip(CHECKS, widths):
                 status = card.checks[check].status
-                cells.append(style(_CELL[status].ljust(width), *_STYLE[status]))
+                cells.append(style(_CELL[status].ljust(cell_width), *_STYLE[status]))
             lines.append("  ".join([_entry(card).ljust(first)] + cells).rstrip())
         lines.append("")
+        labels = [f"{check}: {card.checks[check].status}" for card in cards for check in CHECKS]
+        column = 2 + max(len(label) for label in labels) + 2
         for card in cards:
             lines.append(style(f"{_entry(card)} ({card.reason})", "1"))
             for check in CHECKS:
@@ -68,10 +72,12 @@ def render_full(cards: Sequence[Scorecard], style: Callable[..., str]) -> str:
                     continue
                 for index, evidence in enumerate(result.evidence):
                     label = f"{check}: {result.status}" if index == 0 else ""
-                    lines.append(f"  {style(label.ljust(32), *_STYLE[result.status])} {evidence.where()}: {evidence.message}")
+                    text = textwrap.wrap(f"{evidence.where()}: {evidence.message}", max(width - column, 40)) or [""]
+                    lines.append(f"  {style(label, *_STYLE[result.status])}{' ' * (column - 2 - len(label))}{text[0]}")
+                    lines.extend(" " * column + rest for rest in text[1:])
             lines.append("")
     lines.append(_summary(cards))
-    lines.append(style(LEGEND, "2"))
+    lines.extend(style(line, "2") for line in textwrap.wrap(LEGEND, width))
     return "\n".join(lines) + "\n"
 
 
