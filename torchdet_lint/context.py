@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper
 from torchdet_lint.diagnostics import Diagnostic, Edit, Fix, FixBuilder
 from torchdet_lint.names import NameResolver, dotted_name
 from torchdet_lint.positions import LocalPositions, call_with_deep_stack
+from torchdet_lint.scopes import ScopeTracker
 from torchdet_lint.settings import Settings
 from torchdet_lint.source import LineIndex, python_ast
 
@@ -47,6 +48,7 @@ class FileContext:
         self.first_party = first_party
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.resolver = NameResolver(module_name, is_package)
+        self.scopes = ScopeTracker(self.resolver)
         self.imports_torch = bool(_IMPORTS_TORCH_RE.search(text))
         self.newline = "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
         self.lines = LineIndex(text)

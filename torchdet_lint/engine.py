@@ -21,6 +21,7 @@ from torchdet_lint.diagnostics import Diagnostic, error_diagnostic
 from torchdet_lint.model.collector import SummaryCollector
 from torchdet_lint.model.scan import empty_summary
 from torchdet_lint.model.summary import FileSummary
+from torchdet_lint.names import forget_keyword_dicts
 from torchdet_lint.settings import Settings
 from torchdet_lint.source import SourceText, python_ast
 from torchdet_lint.suppressions import apply_suppressions
@@ -215,7 +216,8 @@ def _check_parsed(
     collector = SummaryCollector(context)
     rules = [rule_class(context) for rule_class in file_rule_classes(options.selected)]
     try:
-        BatchedWalker([context.resolver, collector, *rules]).walk(module)
+        forget_keyword_dicts()
+        BatchedWalker([context.resolver, context.scopes, collector, *rules]).walk(module)
         result.diagnostics = context.diagnostics()
         collector.finish()
     except RecursionError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import threading
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -31,6 +32,7 @@ _CANONICAL_PATTERNS = [
     (re.compile(r"^pytorch_lightning\b"), r"lightning.pytorch"),
     (re.compile(r"^lightning\.(Trainer|LightningModule|LightningDataModule)$"), r"lightning.pytorch.\1"),
     (re.compile(r"^lightning\.pytorch\.trainer(?:\.trainer)?\.Trainer$"), r"lightning.pytorch.Trainer"),
+    (re.compile(r"^lightning\.pytorch\.(?:utilities\.)?cli\.LightningCLI$"), r"lightning.pytorch.cli.LightningCLI"),
     (
         re.compile(
             r"^(?:lightning|lightning\.pytorch|lightning\.fabric|lightning_lite|lightning\.fabric\.utilities"
@@ -361,16 +363,51 @@ def literal(node: Optional[cst.CSTNode]) -> Any:
     return NOT_LITERAL
 
 
+# `**name` arguments whose dictionary the scope tracker saw (a dict literal or `dict(k=...)`
+# bound in the same function or module): id of the Arg -> the keyword arguments it carries.
+# Per thread (a language server lints a buffer while it indexes files), reset per file.
+_keyword_dicts = threading.local()
+
+
+def forget_keyword_dicts() -> None:
+    _keyword_dicts.table = {}
+
+
+def remember_keyword_dict(arg: cst.Arg, pairs: Sequence[tuple]) -> None:
+    """`arg` (a `**name`) carries these (keyword, value) pairs."""
+    table = getattr(_keyword_dicts, "table", None)
+    if table is None:
+        table = _keyword_dicts.table = {}
+    table[id(arg)] = tuple(cst.Arg(value=value, keyword=cst.Name(keyword)) for keyword, value in pairs)
+
+
+def _expanded(arg: cst.Arg) -> Optional[tuple]:
+    table = getattr(_keyword_dicts, "table", None)
+    return table.get(id(arg)) if table else None
+
+
+def opaque_keywords(call: cst.Call) -> bool:
+    """Whether a `**kwargs` of the call may carry keywords nobody can see."""
+    return any(arg.star == "**" and _expanded(arg) is None for arg in call.args)
+
+
 def has_star_args(call: cst.Call) -> bool:
-    return any(arg.star for arg in call.args)
+    """`*args`, or a `**kwargs` whose keywords are not visible."""
+    return any(arg.star == "*" for arg in call.args) or opaque_keywords(call)
 
 
 def find_arg(call: cst.Call, keyword: Optional[str] = None, position: Optional[int] = None) -> Optional[cst.Arg]:
-    """The argument given by keyword, or at a 0-based position (positional arguments only)."""
+    """The argument given by keyword (also inside a visible `**dict`), or at a 0-based
+    position (positional arguments only)."""
     if keyword is not None:
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == keyword:
                 return arg
+        for arg in call.args:
+            if arg.star == "**":
+                for expanded in _expanded(arg) or ():
+                    if expanded.keyword.value == keyword:
+                        return expanded
     if position is not None:
         index = 0
         for arg in call.args:
@@ -389,6 +426,22 @@ def arg_value(call: cst.Call, keyword: Optional[str] = None, position: Optional[
     return arg.value if arg is not None else None
 
 
+def reported_argument(call: cst.Call, arg: cst.Arg) -> cst.CSTNode:
+    """Where to report an argument `find_arg` found: the argument itself, or, for a keyword
+    carried by a visible `**dict`, its value inside that dict."""
+    return arg if any(own is arg for own in call.args) else arg.value
+
+
+def dict_entry(node: Optional[cst.BaseExpression], key: str) -> Optional[cst.Arg]:
+    """A dict literal's `"key": value` entry, as a keyword argument (`trainer_defaults={...}`)."""
+    if not isinstance(node, cst.Dict):
+        return None
+    for element in node.elements:
+        if isinstance(element, cst.DictElement) and literal(element.key) == key:
+            return cst.Arg(value=element.value, keyword=cst.Name(key))
+    return None
+
+
 def may_have_keyword(call: cst.Call, keyword: str) -> bool:
     """True when the keyword is given, or may be hidden in **kwargs."""
-    return find_arg(call, keyword) is not None or any(arg.star == "**" for arg in call.args)
+    return find_arg(call, keyword) is not None or opaque_keywords(call)

@@ -28,7 +28,7 @@ from torchdet_lint.catalog import (
     evaluate_all,
     load_catalog,
 )
-from torchdet_lint.names import dotted_name, find_arg, literal
+from torchdet_lint.names import dotted_name, find_arg, literal, opaque_keywords
 
 _SEVERITY = {RAISES: 2, IGNORES_FLAG: 2, DETERMINISTIC_ALTERNATIVE: 1}
 # Receivers that are almost never tensors: `self.gather(...)` is the class's own method.
@@ -59,6 +59,7 @@ class _Entry:
     operation: Operation
     form: Form
     as_method: bool  # arguments exclude the tensor the method is called on
+    as_module: bool = False  # a module's constructor: where it runs (autograd, device) is not seen here
 
 
 class _Index:
@@ -73,8 +74,10 @@ class _Index:
             if not operation.report:
                 continue
             for form in operation.forms:
-                for name in (*form.functions, *form.modules):
+                for name in form.functions:
                     self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False))
+                for name in form.modules:
+                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False, as_module=True))
                 for name in form.methods:
                     self.by_method.setdefault(name, []).append(_Entry(operation, form, True))
                     # `torch.Tensor.index_add_(x, ...)`: the method called as a function
@@ -140,7 +143,7 @@ def _fits_method(form: Form, call: cst.Call) -> bool:
     names = {param.name for param in params}
     positional = [param for param in params if not param.keyword_only]
     star = any(arg.star == "*" for arg in call.args)
-    star_kwargs = any(arg.star == "**" for arg in call.args)
+    star_kwargs = opaque_keywords(call)
     given_positional = 0
     given_keywords = set()
     for arg in call.args:
@@ -187,7 +190,12 @@ def _candidates(context, call: cst.Call, index: _Index) -> List[_Entry]:
     receiver = func.value
     if isinstance(receiver, cst.Name) and receiver.value in _NON_TENSOR_RECEIVERS:
         return []
-    return [entry for entry in index.by_method.get(last, ()) if _fits_method(entry.form, call)]
+    entries = [entry for entry in index.by_method.get(last, ()) if _fits_method(entry.form, call)]
+    # RULES.md "Method receivers": an object visibly not a tensor (`HistoryBuffer().median(20)`,
+    # a NumPy array's `.put`, a parameter annotated with a non-tensor type) has its own methods.
+    if entries and context.scopes.known_non_tensor(receiver):
+        return []
+    return entries
 
 
 def _display_name(call: cst.Call, entry: _Entry, context) -> str:
@@ -200,6 +208,26 @@ def _display_name(call: cst.Call, entry: _Entry, context) -> str:
     return entry.operation.name
 
 
+def _operand(entry: _Entry, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The tensor an operation works on: a method's receiver, else the first argument."""
+    if entry.as_method and isinstance(call.func, cst.Attribute):
+        return call.func.value
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+        if arg.keyword is not None and arg.keyword.value in ("input", "self"):
+            return arg.value
+    return None
+
+
+def _possible(case: Case, no_grad: bool, on_cpu: bool) -> bool:
+    """RULES.md "Autograd phase": a backward-only case cannot happen where no gradient flows,
+    nor a CUDA-only one on a tensor visibly on the CPU (an unknown device is still CUDA)."""
+    if no_grad and case.phase == "backward":
+        return False
+    return not (on_cpu and case.device.startswith("CUDA"))
+
+
 def _match_entry(entry: _Entry, call: cst.Call, context) -> Optional[OperationMatch]:
     operation = entry.operation
     form = entry.form
@@ -207,11 +235,17 @@ def _match_entry(entry: _Entry, call: cst.Call, context) -> Optional[OperationMa
     form_truth = evaluate_all(form.when, values)
     if form_truth is Truth.NO:
         return None
+    no_grad = on_cpu = False
+    if not entry.as_module:
+        state = context.scopes.tensor_state(_operand(entry, call))
+        no_grad, on_cpu = context.scopes.grad_disabled or state.no_grad, state.cpu
     version = context.torch_version
     best: Optional[Tuple[int, int, Case, str]] = None
     maybe_labels: List[str] = []
     for case in operation.cases:
         if form.cases is not None and case.id not in form.cases:
+            continue
+        if not _possible(case, no_grad, on_cpu):
             continue
         truth = min(form_truth, evaluate_all(case.when, values))
         if truth is Truth.NO:

@@ -19,6 +19,7 @@ from torchdet_lint.catalog import (
 )
 from torchdet_lint.diagnostics import SILENCED_BY_FLAG
 from torchdet_lint.names import find_arg, literal
+from torchdet_lint.checks.switches import LIGHTNING_CLI, trainer_argument_of
 from torchdet_lint.operations import OperationMatch, match_operations, match_third_party
 from torchdet_lint.rule import Rule
 
@@ -27,9 +28,12 @@ _FLAG_CALL = "`torch.use_deterministic_algorithms(True)`"
 # -- does this file enable the flag? ---------------------------------------------------
 
 _ENABLING_SEGMENTS = frozenset(
-    {"use_deterministic_algorithms", "set_deterministic", "set_deterministic_debug_mode", "Trainer", "set_seed", "enable_full_determinism"}
+    {
+        "use_deterministic_algorithms", "set_deterministic", "set_deterministic_debug_mode", "Trainer", "LightningCLI", "set_seed",
+        "enable_full_determinism",
+    }
 )
-_TRAINERS = frozenset({"lightning.pytorch.Trainer"})
+_TRAINERS = frozenset({"lightning.pytorch.Trainer", LIGHTNING_CLI})
 _SEED_HELPERS_WITH_FLAG = frozenset({"transformers.set_seed", "accelerate.utils.set_seed"})
 
 
@@ -59,7 +63,7 @@ def enables_deterministic_mode(context, call: cst.Call) -> bool:
         arg = find_arg(call, "debug_mode", 0)
         return arg is not None and _may_be_true(arg.value, ("warn", "error", 1, 2))
     if name in _TRAINERS:
-        arg = find_arg(call, "deterministic")
+        arg = trainer_argument_of(context, call, "deterministic")
         return arg is not None and _may_be_true(arg.value, (True, "warn"))
     if name in _SEED_HELPERS_WITH_FLAG:
         arg = find_arg(call, "deterministic")

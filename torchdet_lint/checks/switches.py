@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import NOT_LITERAL, arg_value, find_arg, literal
+from torchdet_lint.names import NOT_LITERAL, arg_value, dict_entry, find_arg, literal, reported_argument
 from torchdet_lint.rule import FixAvailability, Rule
 
 CUDNN = "torch.backends.cudnn"
@@ -18,6 +18,7 @@ BENCHMARK = CUDNN + ".benchmark"
 DETERMINISTIC = CUDNN + ".deterministic"
 CUDNN_FLAGS = CUDNN + ".flags"
 TRAINERS = frozenset({"lightning.pytorch.Trainer"})
+LIGHTNING_CLI = "lightning.pytorch.cli.LightningCLI"
 USE_DETERMINISTIC = frozenset({"torch.use_deterministic_algorithms", "torch.set_deterministic"})
 DEBUG_MODE = "torch.set_deterministic_debug_mode"
 CUBLAS_VARIABLE = "CUBLAS_WORKSPACE_CONFIG"
@@ -37,6 +38,25 @@ def cudnn_assignments(rule: Rule, node: cst.Assign) -> List[Tuple[str, cst.BaseE
         if name in (BENCHMARK, DETERMINISTIC):
             found.append((name, node.value))
     return found
+
+
+def trainer_argument_of(context, call: cst.Call, keyword: str) -> Optional[cst.Arg]:
+    """A Lightning Trainer setting: `Trainer(benchmark=...)`, or an entry of
+    `LightningCLI(trainer_defaults={"benchmark": ...})` (a dict literal, or a name bound to one)."""
+    name = context.call_name(call)
+    if name in TRAINERS:
+        return find_arg(call, keyword)
+    if name == LIGHTNING_CLI:
+        defaults = find_arg(call, "trainer_defaults")
+        value = defaults.value if defaults is not None else None
+        if isinstance(value, cst.Name):
+            value = context.scopes.value(value.value, module_too=True)
+        return dict_entry(value, keyword)
+    return None
+
+
+def trainer_argument(rule: Rule, call: cst.Call, keyword: str) -> Optional[cst.Arg]:
+    return trainer_argument_of(rule.context, call, keyword)
 
 
 def _truthy(value) -> bool:
@@ -110,17 +130,18 @@ class CudnnBenchmarkEnabled(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.call_name(node)
-        if name not in TRAINERS and name != CUDNN_FLAGS:
+        if name not in TRAINERS and name not in (CUDNN_FLAGS, LIGHTNING_CLI):
             return
-        arg = find_arg(node, "benchmark")
+        arg = find_arg(node, "benchmark") if name == CUDNN_FLAGS else trainer_argument(self, node, "benchmark")
         if arg is None:
             return
         constant = literal(arg.value)
-        what = "Trainer(benchmark=...)" if name in TRAINERS else "cudnn.flags(benchmark=...)"
+        what = {CUDNN_FLAGS: "cudnn.flags(benchmark=...)", LIGHTNING_CLI: "LightningCLI(trainer_defaults={\"benchmark\": ...})"}.get(name, "Trainer(benchmark=...)")
+        where = reported_argument(node, arg) if name != LIGHTNING_CLI else arg.value
         if constant is True:
-            self.report(arg, f"`{what.replace('...', 'True')}` enables cuDNN benchmarking, which can pick different algorithms between runs", _false_fix(arg.value, "benchmark"))
+            self.report(where, f"`{what.replace('...', 'True')}` enables cuDNN benchmarking, which can pick different algorithms between runs", _false_fix(arg.value, "benchmark"))
         elif constant is NOT_LITERAL:
-            self.report(arg, f"`{what}` is set from a non-literal value and may enable cuDNN benchmarking")
+            self.report(where, f"`{what}` is set from a non-literal value and may enable cuDNN benchmarking")
 
 
 class CublasWorkspaceConfigMissing(Rule):
@@ -309,21 +330,20 @@ class ContradictoryCudnnFlags(Rule):
                 self.benchmarks.append((node, value, constant))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.call_name(node) not in TRAINERS:
-            return
-        deterministic = arg_value(node, "deterministic")
-        benchmark = find_arg(node, "benchmark")
-        if deterministic is None or benchmark is None or not _truthy(literal(deterministic)):
+        deterministic = trainer_argument(self, node, "deterministic")
+        benchmark = trainer_argument(self, node, "benchmark")
+        if deterministic is None or benchmark is None or not _truthy(literal(deterministic.value)):
             return
         constant = literal(benchmark.value)
+        where = reported_argument(node, benchmark)
         if constant is True:
             self.report(
-                benchmark,
+                where,
                 "`Trainer(deterministic=True, benchmark=True)`: benchmarking picks cuDNN algorithms by timing, undoing `deterministic`",
                 _false_fix(benchmark.value, "benchmark"),
             )
         elif constant is NOT_LITERAL:
-            self.report(benchmark, "`Trainer(deterministic=True, benchmark=...)` with a non-literal benchmark value may undo `deterministic`")
+            self.report(where, "`Trainer(deterministic=True, benchmark=...)` with a non-literal benchmark value may undo `deterministic`")
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if self.deterministic_line is None:

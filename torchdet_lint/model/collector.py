@@ -12,6 +12,7 @@ import libcst as cst
 
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
+    CONTAINERS,
     DATA_LOADING,
     CONVOLUTION_RE,
     DATALOADER,
@@ -30,6 +31,7 @@ from torchdet_lint.model.facts import (
 )
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
+    REGISTRY_MEMBER,
     LAMBDA_KEY,
     MAIN_KEY,
     MAX_SITES,
@@ -43,14 +45,7 @@ from torchdet_lint.model.summary import (
     Site,
     WorkerFunction,
 )
-from torchdet_lint.names import (
-    NOT_LITERAL,
-    arg_value,
-    canonical,
-    dotted_name,
-    find_arg,
-    literal,
-)
+from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, literal, opaque_keywords
 from torchdet_lint.operations import match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,6 +295,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns_seen += 1
         value = node.value
+        if self._at_module_level() and not self.in_main and isinstance(value, (cst.Dict, cst.List, cst.Tuple)):
+            self._registry(node)
         if len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name):
@@ -320,6 +317,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self.function.add_cover("cudnn", self._site("`cudnn.deterministic = True`", "assign"))
             elif self.context.qualified_name(target.target) == "torch.backends.cudnn.benchmark":
                 self.function.add_cover("cudnn-benchmark", self._site("`cudnn.benchmark = ...`", "assign"))
+
+    def _registry(self, node: cst.Assign) -> None:
+        """`MODELS = {"small": Small, "large": Large}`: the functions or classes one may pick."""
+        members = [e.value for e in node.value.elements if isinstance(e, (cst.DictElement, cst.Element))]
+        targets = [t for t in (self._target(m) for m in members if isinstance(m, (cst.Name, cst.Attribute))) if t]
+        if targets:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.summary.registries[target.target.value] = targets
 
     def _record_rng_assignment(self, node: cst.Assign) -> None:
         if not isinstance(node.value, cst.Call):
@@ -360,14 +366,22 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         runs_arguments = qualified in RUNNERS or (isinstance(func, cst.Attribute) and func.attr.value in RUNNER_METHODS)
         if runs_arguments or qualified in LAMBDA_CALLERS or (isinstance(func, cst.Attribute) and func.attr.value == "sort"):
             self.running_lambdas.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
+        # A function handed to a call may run (`launch(main)`); one handed to a constructor or a
+        # container (`OpInfo(sample_inputs_func=f)`, `dict(fn=f)`) is stored for later.
+        callee = (qualified or dotted_name(func) or "").rsplit(".", 1)[-1]
+        stores_nothing = bool(callee) and not callee[:1].isupper() and qualified not in CONTAINERS
         for arg in node.args:
             value = arg.value
-            if runs_arguments and isinstance(value, (cst.Name, cst.Attribute)):
+            if isinstance(value, (cst.Name, cst.Attribute)):
                 reference = self._target(value)
-                if reference:
+                if reference and runs_arguments:
                     function.add_call(reference, seen)
+                elif reference and stores_nothing and (reference.startswith(".") or reference.split(".", 1)[0] in self.context.first_party):
+                    function.add_reference(reference)
             if arg.keyword is not None and arg.keyword.value == "device" and mentions_cuda(value):
                 self._cuda(function, site("`device=\"cuda\"`"))
+        for instance_call in self._instance_calls(func):
+            function.add_call(instance_call, seen)
         attribute = func.attr.value if isinstance(func, cst.Attribute) else None
         # RNG draws
         kind = draw_kind(qualified, node)
@@ -434,6 +448,31 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if isinstance(worker_fn, cst.Name):
             self.worker_init_names.add(worker_fn.value)
 
+    def _instance_calls(self, func: cst.BaseExpression) -> List[str]:
+        """What calling an object runs: `model(x)` for `model = Net()` (its `__call__`, or `forward`
+        for a module), `Net()(x)`, `self.model(x)` for `self.model = Net()`; and the constructors a
+        registry call may run, `MODELS[name](...)` for `MODELS = {"a": NetA, "b": NetB}`."""
+        found: List[str] = []
+        if isinstance(func, cst.Name):
+            types = self.keys[-1][3]
+            if func.value in types:
+                found.append(f"{types[func.value]}.__call__")
+        elif isinstance(func, cst.Call):
+            made = self._target(func.func)
+            if made:
+                found.append(f"{made}.__call__")
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            for value in self.context.scopes.attribute_values(func.attr.value):
+                if isinstance(value, cst.Call):
+                    made = self._target(value.func)
+                    if made:
+                        found.append(f"{made}.__call__")
+        elif isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
+            registry = self._target(func.value)  # resolved by the project phase through `FileSummary.registries`
+            if registry:
+                found.append(f"{registry}{REGISTRY_MEMBER}")
+        return found
+
     def _located(self, item: Any, kind: str, index: int) -> Any:
         """`item` gets its line (from `ast`) at the end of the file."""
         self.pending.append((item, kind, index))
@@ -449,7 +488,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     # -- TDL102: DataLoaders with workers ------------------------------------------------------
     def _loader(self, node: cst.Call) -> None:
-        if any(arg.star == "**" for arg in node.args):
+        if opaque_keywords(node):
             return  # num_workers / worker_init_fn may be hidden in **kwargs
         workers = arg_value(node, "num_workers", 5)
         if workers is None or literal(workers) == 0 or arg_value(node, "worker_init_fn", 10) is not None:

@@ -15,7 +15,7 @@ from typing import Any, Dict, FrozenSet, Optional, Tuple
 import libcst as cst
 
 from torchdet_lint.data import load_toml, rules_directory
-from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, literal
+from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dict_entry, literal, opaque_keywords
 
 
 def rules_file(name: str) -> Path:
@@ -32,6 +32,8 @@ class Helper:
     covers: FrozenSet[str]
     keyword_covers: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
     enabled_by: Optional[Tuple[str, int, bool]] = None  # keyword, position, counts when absent
+    dict_keyword_covers: Tuple[Tuple[str, str, FrozenSet[str]], ...] = ()  # argument, dict key, covers
+    seed_drawn_when_absent: Optional[Tuple[str, int]] = None  # the seed argument: keyword, position
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,18 @@ def facts() -> Facts:
     helpers = {}
     for entry in helpers_table.get("helper", []):
         enabled = entry.get("enabled-by")
+        drawn = entry.get("seed-drawn-when-absent")
         helpers[entry["name"]] = Helper(
             name=entry["name"],
             covers=frozenset(entry.get("covers", ())),
             keyword_covers=tuple((k, frozenset(v)) for k, v in entry.get("keyword-covers", {}).items()),
             enabled_by=(enabled["keyword"], enabled["position"], enabled.get("default-enabled", False)) if enabled else None,
+            dict_keyword_covers=tuple(
+                (argument, key, frozenset(covers))
+                for argument, keys in entry.get("dict-keyword-covers", {}).items()
+                for key, covers in keys.items()
+            ),
+            seed_drawn_when_absent=(drawn["keyword"], drawn["position"]) if drawn else None,
         )
     torch = sources["torch"]
     return Facts(
@@ -119,6 +128,10 @@ def helper_covers(helper: Helper, call: cst.Call) -> FrozenSet[str]:
     for keyword, extra in helper.keyword_covers:
         value = arg_value(call, keyword)
         if value is not None and truthy_setting(literal(value)):
+            covered |= extra
+    for keyword, key, extra in helper.dict_keyword_covers:
+        entry = dict_entry(arg_value(call, keyword), key)
+        if entry is not None and truthy_setting(literal(entry.value)):
             covered |= extra
     return frozenset(covered)
 
@@ -176,7 +189,7 @@ def _has_generator(call: cst.Call, name: str) -> bool:
     position = GENERATOR_POSITION.get(name)
     value = arg_value(call, "generator", position)
     if value is None:
-        return any(arg.star == "**" for arg in call.args)
+        return opaque_keywords(call)
     return literal(value) is not None
 
 
@@ -220,6 +233,10 @@ RUNNERS = frozenset(
     }
 )
 RUNNER_METHODS = frozenset({"submit", "map", "imap", "imap_unordered", "starmap", "apply_async", "run_in_executor", "launch", "spawn"})
+# Calls that only store the functions handed to them.
+CONTAINERS = frozenset(
+    {"builtins.dict", "builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset", "collections.OrderedDict", "functools.lru_cache"}
+)
 # A lambda runs as part of the enclosing code only when handed to one of these (or a runner);
 # elsewhere it is stored for later (`make_prim(..., lambda d: torch.randint(...))`).
 LAMBDA_CALLERS = frozenset({"builtins.sorted", "builtins.min", "builtins.max", "builtins.filter", "builtins.map", "builtins.list"})
@@ -231,6 +248,9 @@ CUDA_NOT_WORK = frozenset(
         "current_device", "get_device_properties", "get_device_capability", "get_arch_list", "is_bf16_supported",
         "is_tf32_supported", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
         "memory_stats", "memory_summary", "mem_get_info", "utilization", "get_rng_state", "get_rng_state_all",
+        # Housekeeping that runs no kernel (RULES.md "Decisions from real repositories").
+        "synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
+        "reset_accumulated_memory_stats", "memory_cached", "max_memory_cached", "ipc_collect",
     }
 )
 

@@ -16,6 +16,7 @@ from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_SITES,
     MODULE_KEY,
+    REGISTRY_MEMBER,
     FileSummary,
     Site,
 )
@@ -187,12 +188,20 @@ class Project:
             return []
         if name in summary.functions and name not in (MODULE_KEY, MAIN_KEY):
             return [(display, name)]
+        if name.endswith(REGISTRY_MEMBER):
+            registry = name[: -len(REGISTRY_MEMBER)]
+            if registry in summary.registries:
+                # A member picked from a registry of first-party classes or functions: any of them.
+                return [node for member in summary.registries[registry] for node in self.resolve(display, member, depth + 1)]
         head, _, rest = name.partition(".")
         if head in summary.classes:
             if not rest:
                 return self._constructor(display, head, set())
             if "." not in rest:
                 method = self._method(display, head, rest, set())
+                if method is None and rest == "__call__":
+                    # Calling an instance of a module runs its `forward` (nn.Module.__call__).
+                    method = self._method(display, head, "forward", set())
                 return [method] if method else []
             return []
         if head in summary.exports:
@@ -267,6 +276,11 @@ class Project:
         if function is not None:
             for call in function.calls:
                 targets.extend(self.resolve(display, call))
+            # RULES.md "Reach": a first-party function passed by name to a call (`launch(main, ...)`,
+            # `Thread(target=worker)`) runs; a class passed by name is not instantiated by that.
+            for reference in function.references:
+                if self.class_node(display, reference) is None:
+                    targets.extend(self.resolve(display, reference))
         unique = list(dict.fromkeys(t for t in targets if t != node and t[0] in self.summaries))
         self._edges[node] = unique
         return unique

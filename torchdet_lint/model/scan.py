@@ -9,11 +9,12 @@ import ast
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.model.facts import RUNNER_METHODS, RUNNERS, is_setup_call
+from torchdet_lint.model.facts import CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
 from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_SITES,
     MODULE_KEY,
+    REGISTRY_MEMBER,
     ClassSummary,
     FileSummary,
     FixAnchors,
@@ -160,10 +161,21 @@ class _AstScanner:
         for statement in tree.body:
             self._bind_module_level(statement)
         summary.exports = {k: canonical(v) for k, v in self.bindings.items()}
+        self._registries(tree)
         for statement in tree.body:
             self._statement(statement, MODULE_KEY, None)
         # Pre-filtered files are few: give each the anchors (it may be a configured entry point).
         ast_anchors(tree, self.text, summary)
+
+    def _registries(self, tree: ast.Module) -> None:
+        """Module-level `MODELS = {"a": NetA, ...}` / `[NetA, NetB]`: the members one may pick."""
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.Dict, ast.List, ast.Tuple)):
+                members = statement.value.values if isinstance(statement.value, ast.Dict) else statement.value.elts
+                targets = [t for t in (self._target(m, None) for m in members if isinstance(m, (ast.Name, ast.Attribute))) if t]
+                for name in statement.targets:
+                    if targets and isinstance(name, ast.Name):
+                        self.summary.registries[name.id] = targets
 
     def _bind_module_level(self, statement: ast.stmt) -> None:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -260,12 +272,27 @@ class _AstScanner:
                     function.add_call(target, seen)
                 if isinstance(child.func, ast.Attribute) and child.func.attr == "cuda" and len(function.cuda) < MAX_SITES:
                     function.cuda.append(Site(child.lineno, "`.cuda()`"))
-                if target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS):
-                    for argument in [*child.args, *(k.value for k in child.keywords)]:
-                        if isinstance(argument, (ast.Name, ast.Attribute)):
-                            reference = self._target(argument, class_name)
-                            if reference:
-                                function.add_call(reference, seen)
+                runs_arguments = target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS)
+                callee = (target or _ast_dotted(func) or "").rsplit(".", 1)[-1]
+                stores_nothing = bool(callee) and not callee[:1].isupper() and target not in CONTAINERS
+                for argument in [*child.args, *(k.value for k in child.keywords)]:
+                    if isinstance(argument, (ast.Name, ast.Attribute)):
+                        reference = self._target(argument, class_name)
+                        if reference and runs_arguments:
+                            function.add_call(reference, seen)
+                        elif reference and stores_nothing:
+                            function.add_reference(reference)
+                # Calling an object: `model(x)` for `model = Net()`, `Net()(x)`, `MODELS[name](...)`.
+                if isinstance(func, ast.Name) and func.id in types:
+                    function.add_call(f"{types[func.id]}.__call__", seen)
+                elif isinstance(func, ast.Call):
+                    made = self._target(func.func, class_name)
+                    if made:
+                        function.add_call(f"{made}.__call__", seen)
+                elif isinstance(func, ast.Subscript):
+                    registry = self._target(func.value, class_name)
+                    if registry:
+                        function.add_call(f"{registry}{REGISTRY_MEMBER}", seen)
 
 
 def _ast_dotted(node: ast.AST) -> Optional[str]:

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Set, Tuple
 MODULE_KEY = "<module>"  # module-level code outside the main block
 MAIN_KEY = "<main>"  # the `if __name__ == "__main__":` block
 LAMBDA_KEY = "<lambda>"  # lambdas stored for later: reached by nothing
+REGISTRY_MEMBER = "[]"  # a call target suffix: "a member of this registry is called" (`MODELS[name](...)`)
 RNG_KINDS = ("torch", "random", "numpy")
 MAX_SITES = 5  # sites kept per function and kind: enough for messages, small to pickle
 
@@ -26,6 +27,7 @@ class Site:
 @dataclass
 class FunctionSummary:
     calls: List[str] = field(default_factory=list)  # targets: qualified names, or ".local" names of this file
+    references: List[str] = field(default_factory=list)  # functions passed by name to a call: they may run
     imports: List[str] = field(default_factory=list)  # modules imported when this code runs (lazy imports)
     draws: Dict[str, List[Site]] = field(default_factory=dict)  # RNG kind -> first sites
     covers: Dict[str, Site] = field(default_factory=dict)  # torch/random/numpy/deterministic/cudnn/cuda -> first site
@@ -37,6 +39,10 @@ class FunctionSummary:
         if target not in seen:
             seen.add(target)
             self.calls.append(target)
+
+    def add_reference(self, target: str) -> None:
+        if target not in self.references and target not in self.calls:
+            self.references.append(target)
 
     def add_draw(self, kind: str, site: Site) -> None:
         sites = self.draws.setdefault(kind, [])
@@ -147,6 +153,8 @@ class FileSummary:
     worker_functions: Dict[str, WorkerFunction] = field(default_factory=dict)
     anchors: Optional[FixAnchors] = None
     rng_import_edits: Dict[str, Tuple[int, str]] = field(default_factory=dict)  # module -> (offset, text) for TDL102
+    # Module-level dicts, lists and tuples of functions or classes (`MODELS = {"a": NetA}`): their members.
+    registries: Dict[str, List[str]] = field(default_factory=dict)
     # Function key -> (first line, last line), in files with findings: which code a finding is in.
     spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 

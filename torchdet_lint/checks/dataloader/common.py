@@ -8,6 +8,7 @@ import libcst as cst
 
 from torchdet_lint.checks.call_edits import with_keywords
 from torchdet_lint.diagnostics import Applicability, FixBuilder
+from torchdet_lint.names import has_star_args
 from torchdet_lint.rule import Rule
 
 GENERATOR_EXPRESSION = "{torch}.Generator().manual_seed({torch}.initial_seed())"
@@ -31,7 +32,7 @@ def _torch_name(rule: Rule, builder: FixBuilder) -> Optional[str]:
 def generator_fix(rule: Rule, call: cst.Call, title: str) -> Optional[FixBuilder]:
     builder = FixBuilder(title, Applicability.SAFE)
     torch_name = _torch_name(rule, builder)
-    if torch_name is None or any(arg.star for arg in call.args):
+    if torch_name is None or has_star_args(call):
         return None
     value = cst.parse_expression(GENERATOR_EXPRESSION.format(torch=torch_name))
     return builder.replace(call, with_keywords(call, [("generator", value)]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -82,12 +82,15 @@ class UnorderedFileListing(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self.dataset_file = False
-        self.ordered_depth = 0
-        self.order_calls: List[cst.CSTNode] = []
+        self.enclosing: List[str] = []  # per enclosing call or `in` test: "sorted", "order-free" or "other"
         self.listings: List[Tuple[cst.Call, str, bool]] = []
+        self.wrapped: Set[int] = set()  # listings passed straight to `sorted(...)` or an order-free use
+        self.uses: Dict[int, Set[str]] = {}  # listing -> how the names it flows into are used
         self.no_fix: Set[int] = set()
-        self.bound: Dict[int, str] = {}
+        self.attribute_listings: Dict[str, List[int]] = {}  # `self.files = os.listdir(...)`: sorted later?
         self.sorted_names: Set[str] = set()
+        self.flows: List[Dict[str, int]] = [{}]  # per function: name -> the listing it holds
+        self.deriving: Set[int] = set()  # Name nodes read to derive another listing name (not a use)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if not self.dataset_file:
@@ -95,71 +98,124 @@ class UnorderedFileListing(Rule):
                 if self.context.qualified_name(base.value) in _DATASET_BASES:
                     self.dataset_file = True
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.flows.append({})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.flows.pop()
+
+    # -- names a listing flows into ---------------------------------------------------------
+    def _source(self, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """What a value is a re-packaging of: `list(x)`, `tuple(x)`, `filter(f, x)`, or a
+        comprehension over `x` (the listing keeps its order through them)."""
+        while isinstance(value, cst.Call) and dotted_name(value.func) in ("list", "tuple", "filter") and value.args:
+            value = value.args[-1].value
+        if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            return value.for_in.iter
+        return value
+
     def visit_Assign(self, node: cst.Assign) -> None:
-        value = node.value
-        if isinstance(value, cst.Call) and dotted_name(value.func) == "list" and value.args:
-            value = value.args[0].value
-        if isinstance(value, cst.Call) and len(node.targets) == 1:
-            name = dotted_name(node.targets[0].target)
+        source = self._source(node.value)
+        if isinstance(source, cst.Name) and source.value in self.flows[-1]:
+            self.deriving.add(id(source))
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        if len(original_node.targets) != 1:
+            return
+        target = original_node.targets[0].target
+        source = self._source(original_node.value)
+        listing = None
+        if isinstance(source, cst.Call) and id(source) in self.uses:
+            listing = id(source)
+        elif isinstance(source, cst.Name) and id(source) in self.deriving:
+            listing = self.flows[-1].get(source.value)
+        if listing is None:
+            if isinstance(target, cst.Name):
+                self.flows[-1].pop(target.value, None)  # rebound to something else
+            return
+        if isinstance(target, cst.Name):
+            self.flows[-1][target.value] = listing
+            self.uses[listing].discard("other")  # being bound is not a use; the name's uses decide
+        else:
+            name = dotted_name(target)
             if name is not None:
-                self.bound[id(value)] = name
+                self.attribute_listings.setdefault(name, []).append(listing)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        listing = self.flows[-1].get(node.value)
+        if listing is None or id(node) in self.deriving:
+            return
+        self.uses[listing].add(self._use())
+
+    def _use(self) -> str:
+        if "sorted" in self.enclosing:
+            return "sorted"
+        return self.enclosing[-1] if self.enclosing else "other"
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         self.no_fix.add(id(node.item))
 
     def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
-        if isinstance(node.operator, (cst.In, cst.NotIn)):
-            self.ordered_depth += 1
-            self.order_calls.append(node)
+        self.enclosing.append("order-free" if isinstance(node.operator, (cst.In, cst.NotIn)) else "other")
 
     def leave_ComparisonTarget(self, original_node: cst.ComparisonTarget) -> None:
-        if self.order_calls and self.order_calls[-1] is original_node:
-            self.order_calls.pop()
-            self.ordered_depth -= 1
+        self.enclosing.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         attribute = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
+        kind = "other"
         if attribute == "sort" and isinstance(func, cst.Attribute):
             name = dotted_name(func.value)
             if name is not None:
                 self.sorted_names.add(name)
+                listing = self.flows[-1].get(name)
+                if listing is not None:
+                    self.uses[listing].add("sorted")
+            self.enclosing.append("other")
             return
         cheap = attribute in ("sorted", "len", "set", "frozenset", "sum", "any", "all", "max", "min", "Counter", "next")
         cheap = cheap or attribute in ("listdir", "scandir", "glob", "iglob", "rglob", "iterdir")
-        if not cheap and not self.dataset_file:
-            name = self.context.call_name(node)
-            if name is not None and (name in _DATASET_CONSTRUCTORS or name.startswith("torchvision.datasets.")):
-                self.dataset_file = True
+        if not cheap:
+            if not self.dataset_file:
+                name = self.context.call_name(node)
+                if name is not None and (name in _DATASET_CONSTRUCTORS or name.startswith("torchvision.datasets.")):
+                    self.dataset_file = True
+            self.enclosing.append(kind)
             return
         name = self.context.call_name(node)
-        if name in _ORDER_FREE:
-            self.ordered_depth += 1
-            self.order_calls.append(node)
-            return
-        if name == "builtins.next" and node.args:
+        if name == "builtins.sorted":
+            kind = "sorted"
+        elif name in _ORDER_FREE:
+            kind = "order-free"
+        elif name == "builtins.next" and node.args:
             self.no_fix.add(id(node.args[0].value))
-            return
         if name is not None and (name in _DATASET_CONSTRUCTORS or name.startswith("torchvision.datasets.")):
             self.dataset_file = True
-        if self.ordered_depth:
-            return
+        listing = None
         if name in _LISTINGS:
-            self.listings.append((node, name, name == "os.scandir"))
+            listing = (node, name, name == "os.scandir")
         elif attribute in _PATH_METHODS and isinstance(func, cst.Attribute) and (name is None or name.startswith("pathlib.")):
-            self.listings.append((node, f"Path.{attribute}", False))
+            listing = (node, f"Path.{attribute}", False)
+        if listing is not None:
+            self.listings.append(listing)
+            self.uses[id(node)] = {self._use()}
+        self.enclosing.append(kind)
 
     def leave_Call(self, original_node: cst.Call) -> None:
-        if self.order_calls and self.order_calls[-1] is original_node:
-            self.order_calls.pop()
-            self.ordered_depth -= 1
+        self.enclosing.pop()
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not self.dataset_file:
             return
+        for name, listings in self.attribute_listings.items():
+            if name in self.sorted_names:
+                for listing in listings:
+                    self.uses[listing].add("sorted")
         for node, name, entries in self.listings:
-            bound = self.bound.get(id(node))
-            if bound is not None and bound in self.sorted_names:
+            uses = self.uses[id(node)]
+            # Sorted somewhere it flows, or only ever used where order cannot matter.
+            if "sorted" in uses or (uses and uses <= {"order-free"}):
                 continue
             fix = None
             if id(node) not in self.no_fix:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
 from torchdet_lint.model.facts import DATALOADER, loader_shuffles
-from torchdet_lint.names import arg_value, find_arg
+from torchdet_lint.names import arg_value, find_arg, opaque_keywords
 from torchdet_lint.rule import FixAvailability, Rule
 
 
@@ -57,7 +57,7 @@ class DataLoaderWithoutGenerator(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.call_name(node) != DATALOADER or any(arg.star == "**" for arg in node.args):
+        if self.context.call_name(node) != DATALOADER or opaque_keywords(node):
             return
         how = loader_shuffles(node, self.context.call_name)
         if how is None or find_arg(node, "generator") is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdet_lint.model.facts import DATALOADER
-from torchdet_lint.names import NOT_LITERAL, find_arg, literal
+from torchdet_lint.names import NOT_LITERAL, find_arg, literal, reported_argument
 from torchdet_lint.rule import Rule
 
 
@@ -41,6 +41,6 @@ class DataLoaderOutOfOrder(Rule):
             return
         value = literal(arg.value)
         if value is False:
-            self.report(arg, "`in_order=False` returns batches in the order workers finish them, which changes between runs")
+            self.report(reported_argument(node, arg), "`in_order=False` returns batches in the order workers finish them, which changes between runs")
         elif value is NOT_LITERAL:
-            self.report(arg, "`in_order=` is set from a non-literal value and may return batches out of order")
+            self.report(reported_argument(node, arg), "`in_order=` is set from a non-literal value and may return batches out of order")

@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
 from torchdet_lint.model.facts import DATALOADER, GENERATOR_POSITION, RANDOM_SAMPLERS
-from torchdet_lint.names import arg_value
+from torchdet_lint.names import arg_value, opaque_keywords
 from torchdet_lint.rule import FixAvailability, Rule
 
 
@@ -64,7 +64,7 @@ class UnseededRandomSplit(Rule):
             return
         if name not in RANDOM_SAMPLERS and name != "torch.utils.data.random_split":
             return
-        if id(node) in self.inline_samplers or any(arg.star == "**" for arg in node.args):
+        if id(node) in self.inline_samplers or opaque_keywords(node):
             return
         if arg_value(node, "generator", GENERATOR_POSITION[name]) is not None:
             return

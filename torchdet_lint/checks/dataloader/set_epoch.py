@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.names import arg_value, dotted_name, literal
+from torchdet_lint.names import arg_value, dotted_name, literal, opaque_keywords
 from torchdet_lint.rule import Rule
 
 
@@ -65,7 +65,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if self.context.call_name(node) != "torch.utils.data.DistributedSampler":
             return
         shuffle = arg_value(node, "shuffle", 3)
-        if shuffle is None and any(arg.star == "**" for arg in node.args):
+        if shuffle is None and opaque_keywords(node):
             return
         if shuffle is not None and literal(shuffle) in (False, None):
             return

@@ -71,7 +71,15 @@ class UnstableSeedValue(Rule):
             if qualified is None:
                 return
             table = facts()
-            if qualified in table.helpers and table.helpers[qualified].covers & frozenset(RNG_KINDS):
+            helper = table.helpers.get(qualified)
+            if helper is not None and helper.covers & frozenset(RNG_KINDS):
+                if helper.seed_drawn_when_absent is not None and self._drawn_when_absent(node, helper.seed_drawn_when_absent):
+                    self.report(
+                        node,
+                        f"`{dotted_name(func) or qualified}()` without a seed draws one from the process id, the clock and "
+                        "`os.urandom`, which changes between runs: pass a fixed seed",
+                    )
+                    return
                 seed = arg_value(node, "seed", 0)
             elif qualified in SEED_KEYWORDS:
                 seed = arg_value(node, SEED_KEYWORDS[qualified], 0)
@@ -79,11 +87,34 @@ class UnstableSeedValue(Rule):
                 seed = arg_value(node, "seed", 0)
             else:
                 return
-        if seed is None or not isinstance(seed, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.Attribute, cst.IfExp)):
+        if seed is None:
             return
-        source = self._unstable(seed)
+        source = self._unstable_value(seed, 0)
         if source is not None:
             self.report(node, f"the seed comes from {source}, which changes between runs: use a fixed number (config, CLI argument)")
+
+    def _drawn_when_absent(self, call: cst.Call, argument) -> bool:
+        """The seed argument is absent or a literal `None`."""
+        keyword, position = argument
+        value = arg_value(call, keyword, position)
+        return value is None or (isinstance(value, cst.Name) and value.value == "None")
+
+    def _unstable_value(self, node: cst.BaseExpression, depth: int) -> Optional[str]:
+        """Where an unstable seed comes from: the expression itself, or, for a name, any value
+        it was given in this function so far (every branch counts: `if seed is None:
+        seed = os.getpid()` makes the seed unstable on that path)."""
+        if isinstance(node, cst.Name):
+            if depth > 4:
+                return None
+            for value in self.context.scopes.values(node.value):
+                if value is not None:
+                    found = self._unstable_value(value, depth + 1)
+                    if found is not None:
+                        return found + f" (assigned to `{node.value}`)" if depth == 0 else found
+            return None
+        if not isinstance(node, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.Attribute, cst.IfExp)):
+            return None
+        return self._unstable(node)
 
     def _unstable(self, node: cst.CSTNode) -> Optional[str]:
         stack = [node]
@@ -103,5 +134,5 @@ class UnstableSeedValue(Rule):
                     return f"`{spelling}()`"
                 elif name and draw_kind(name) is not None:
                     return f"a random draw, `{spelling}()`"
-            stack.extend(current.children)
+            stack.extend(reversed(current.children))  # left to right: name the first source
         return None

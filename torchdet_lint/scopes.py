@@ -1,0 +1,337 @@
+"""What the code around a node says, read in the one shared traversal: the values
+bound to names in the enclosing function (and module), the `self.<attr>`
+bindings of the enclosing class, parameter annotations, and whether gradients
+are off here (`torch.no_grad()`, `inference_mode`, `set_grad_enabled(False)`,
+a decorated function). Local dataflow only: one pass, no fixed point.
+
+It also records, for `**name` arguments whose dictionary is visible (a dict
+literal or `dict(key=...)` bound in the same function or module), the keywords
+they carry, so that `names.find_arg` sees them (RULES.md, "Keyword dictionaries").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchdet_lint.names import NameResolver, dotted_name, literal, remember_keyword_dict
+
+NO_GRAD_CONTEXTS = frozenset(
+    {
+        "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode", "torch.autograd.inference_mode",
+    }
+)
+GRAD_SWITCHES = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
+GRAD_ON_CONTEXTS = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
+# Builtins whose result is never a tensor.
+_NON_TENSOR_BUILTINS = frozenset(
+    "builtins." + name
+    for name in ("list", "dict", "set", "frozenset", "tuple", "str", "int", "float", "bool", "bytes", "range", "enumerate", "zip", "open", "len")
+)
+_TENSOR_WORDS = ("Tensor", "torch", "Any", "Parameter", "Module")
+# Methods whose result keeps the receiver's device and autograd state (for `x = x.float()` chains).
+_NEUTRAL_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "flatten"})
+MAX_DEPTH = 6
+
+
+@dataclass
+class _Frame:
+    kind: str  # "module", "class", "function"
+    names: Dict[str, List[Optional[cst.BaseExpression]]] = field(default_factory=dict)  # every value so far; None: unknown
+    annotations: Dict[str, cst.BaseExpression] = field(default_factory=dict)
+    grad_off: bool = False
+    class_index: Optional[int] = None  # a method: the index of its class in `ScopeTracker.classes`
+
+
+@dataclass(frozen=True)
+class TensorState:
+    """What is known of a tensor expression: it carries no gradient, it lives on the CPU."""
+
+    no_grad: bool = False
+    cpu: bool = False
+
+
+class ScopeTracker(cst.BatchableCSTVisitor):
+    """Runs right after the name resolver in the shared walk; rules and the summary
+    collector ask it about the node they are visiting (bindings seen so far)."""
+
+    def __init__(self, resolver: NameResolver) -> None:
+        super().__init__()
+        self.resolver = resolver
+        self.frames: List[_Frame] = [_Frame("module")]
+        self.classes: List[Dict[str, List[Optional[cst.BaseExpression]]]] = []  # self.<attr> values per class
+        self.with_grad: List[Optional[bool]] = []  # per `with` statement: False (grad off), True (on), None
+        self.local_classes: Set[str] = set()
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def _function(self) -> _Frame:
+        for frame in reversed(self.frames):
+            if frame.kind != "class":
+                return frame
+        return self.frames[0]
+
+    def values(self, name: str, module_too: bool = False) -> List[Optional[cst.BaseExpression]]:
+        """Every value bound to `name` so far in the enclosing function (or the module when
+        the code is at module level; with `module_too`, the module's when the function has none)."""
+        frame = self._function
+        found = frame.names.get(name)
+        if found is None and module_too and frame is not self.frames[0]:
+            found = self.frames[0].names.get(name)
+        return list(found or ())
+
+    def value(self, name: str, module_too: bool = False) -> Optional[cst.BaseExpression]:
+        """The value last bound to `name` (None: unknown, or bound in a way not followed)."""
+        found = self.values(name, module_too)
+        return found[-1] if found else None
+
+    def annotation(self, name: str) -> Optional[cst.BaseExpression]:
+        return self._function.annotations.get(name)
+
+    def attribute_values(self, attribute: str) -> List[Optional[cst.BaseExpression]]:
+        """The values `self.<attribute>` was given so far in the methods of the enclosing class."""
+        index = self._function.class_index
+        if index is None:
+            return []
+        return list(self.classes[index].get(attribute, ()))
+
+    @property
+    def grad_disabled(self) -> bool:
+        """Whether no gradient can flow here: a no-grad `with` block or function, or grad switched off."""
+        for state in reversed(self.with_grad):
+            if state is not None:
+                return not state
+        return self._function.grad_off
+
+    def known_non_tensor(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """An expression that visibly is not a tensor: a NumPy value, an instance of a non-torch
+        class, a container or literal, or a parameter annotated with a non-tensor type."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(node, (cst.List, cst.Dict, cst.Set, cst.Tuple, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float)):
+            return True
+        if isinstance(node, cst.Call):
+            return self._non_tensor_producer(node)
+        if isinstance(node, cst.Name):
+            annotation = self.annotation(node.value)
+            if annotation is not None and self._non_tensor_annotation(annotation):
+                return True
+            values = self.values(node.value)
+            return bool(values) and all(v is not None and self.known_non_tensor(v, depth + 1) for v in values)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            values = self.attribute_values(node.attr.value)
+            return bool(values) and all(v is not None and self.known_non_tensor(v, depth + 1) for v in values)
+        return False
+
+    def tensor_state(self, node: Optional[cst.BaseExpression], depth: int = 0) -> TensorState:
+        """What a tensor expression visibly is: `torch.from_numpy(...)`, `.numpy()`-derived and
+        `torch.tensor(...)` / `torch.as_tensor(...)` without `device=` or `requires_grad=True` are
+        CPU tensors without gradient; `.detach()` drops the gradient, `.cpu()` moves to the CPU,
+        `.cuda()` / `.to(...)` move away from it. Names are followed through the function's bindings."""
+        if node is None or depth > MAX_DEPTH:
+            return TensorState()
+        if isinstance(node, cst.Name):
+            values = self.values(node.value)
+            if not values or values[-1] is None:
+                return TensorState()
+            return self.tensor_state(values[-1], depth + 1)
+        if not isinstance(node, cst.Call):
+            return TensorState()
+        qualified = self.resolver.qualified_name(node.func)
+        if qualified == "torch.from_numpy":
+            return TensorState(True, True)
+        if qualified in ("torch.tensor", "torch.as_tensor"):
+            keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
+            on_cpu = "device" not in keywords or literal(keywords["device"]) in ("cpu", None)
+            no_grad = literal(keywords.get("requires_grad")) in (False, None) if "requires_grad" in keywords else True
+            return TensorState(no_grad, on_cpu)
+        if isinstance(node.func, cst.Attribute) and qualified is None:
+            method = node.func.attr.value
+            inner = self.tensor_state(node.func.value, depth + 1)
+            if method == "numpy":
+                return TensorState(True, True)
+            if method == "detach":
+                return TensorState(True, inner.cpu)
+            if method == "cpu":
+                return TensorState(inner.no_grad, True)
+            if method in ("cuda", "to"):
+                return TensorState(inner.no_grad, method == "to" and _moves_to_cpu(node))
+            if method in _NEUTRAL_METHODS:
+                return inner
+        return TensorState()
+
+    def keyword_dict(self, name: str) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+        """The (keyword, value) pairs of a dict bound to `name` in this function or the module,
+        when it is a dict literal with string keys or `dict(key=...)`; None when not visible."""
+        values = self.values(name, module_too=True)
+        if len(values) != 1 or values[0] is None:
+            return None  # rebound or unknown: its keys are not known for sure
+        value = values[0]
+        if isinstance(value, cst.Dict):
+            pairs = []
+            for element in value.elements:
+                if not isinstance(element, cst.DictElement) or not isinstance(literal(element.key), str):
+                    return None
+                pairs.append((literal(element.key), element.value))
+            return pairs
+        if isinstance(value, cst.Call) and self.resolver.qualified_name(value.func) == "builtins.dict":
+            if any(arg.keyword is None for arg in value.args):
+                return None
+            return [(arg.keyword.value, arg.value) for arg in value.args]
+        return None
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _non_tensor_producer(self, call: cst.Call) -> bool:
+        qualified = self.resolver.qualified_name(call.func)
+        if qualified is None:
+            name = dotted_name(call.func)
+            return name is not None and "." not in name and name in self.local_classes
+        if qualified.startswith("torch.") or qualified == "torch":
+            return False
+        if qualified.startswith(("numpy.", "collections.")) or qualified in _NON_TENSOR_BUILTINS:
+            return True
+        last = qualified.rsplit(".", 1)[-1]
+        return not qualified.startswith("builtins.") and last[:1].isupper()
+
+    def _non_tensor_annotation(self, annotation: cst.BaseExpression) -> bool:
+        code = cst.Module([]).code_for_node(annotation)
+        if any(word in code for word in _TENSOR_WORDS):
+            return False
+        if isinstance(annotation, (cst.Name, cst.Attribute)):
+            qualified = self.resolver.qualified_name(annotation) or dotted_name(annotation) or ""
+            last = qualified.rsplit(".", 1)[-1]
+            return qualified.startswith(("numpy.", "builtins.")) or last[:1].isupper() or last in ("int", "str", "float", "bool", "list", "dict")
+        return isinstance(annotation, cst.Subscript)  # List[...], Dict[...], Optional[SomeClass]: not a tensor
+
+    def _bind(self, name: str, value: Optional[cst.BaseExpression]) -> None:
+        self.frames[-1].names.setdefault(name, []).append(value)
+
+    def _bind_target(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_target(element.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, None)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            index = self._function.class_index
+            if index is not None:
+                self.classes[index].setdefault(target.attr.value, []).append(value)
+
+    def _grad_effect(self, call: cst.BaseExpression) -> Optional[bool]:
+        """False when a `with` item or decorator turns gradients off, True when on, None otherwise."""
+        func = call.func if isinstance(call, cst.Call) else call
+        qualified = self.resolver.qualified_name(func)
+        if qualified in NO_GRAD_CONTEXTS:
+            if isinstance(call, cst.Call) and call.args and qualified.endswith("inference_mode"):
+                return False if literal(call.args[0].value) is not False else None
+            return False
+        if qualified in GRAD_ON_CONTEXTS:
+            return True
+        if qualified in GRAD_SWITCHES and isinstance(call, cst.Call) and call.args:
+            value = literal(call.args[0].value)
+            return None if not isinstance(value, bool) else value
+        return None
+
+    # -- the walk -----------------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if len(self.frames) == 1:
+            self.local_classes.add(node.name.value)
+        self._bind(node.name.value, None)
+        self.frames.append(_Frame("class"))
+        self.classes.append({})
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.frames.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bind(node.name.value, None)
+        owner = self.frames[-1]
+        frame = _Frame("function", class_index=len(self.classes) - 1 if owner.kind == "class" else None)
+        frame.grad_off = any(self._grad_effect(decorator.decorator) is False for decorator in node.decorators)
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            frame.names[param.name.value] = [None]
+            if param.annotation is not None:
+                frame.annotations[param.name.value] = param.annotation.annotation
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                frame.names[star.name.value] = [None]
+        self.frames.append(frame)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.frames.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        frame = _Frame("function", class_index=self._function.class_index, grad_off=self._function.grad_off)
+        for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            frame.names[param.name.value] = [None]
+        self.frames.append(frame)
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.frames.pop()
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        for target in original_node.targets:
+            self._bind_target(target.target, original_node.value)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        target = original_node.target
+        if isinstance(target, cst.Name):
+            self._function.annotations[target.value] = original_node.annotation.annotation
+        if original_node.value is not None:
+            self._bind_target(target, original_node.value)
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self._bind_target(original_node.target, None)
+
+    def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
+        self._bind_target(original_node.target, original_node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target, None)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind_target(node.target, None)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        if isinstance(node.name, (cst.Name, cst.Tuple, cst.List)):
+            self._bind_target(node.name, None)
+
+    def visit_With(self, node: cst.With) -> None:
+        effects = [self._grad_effect(item.item) for item in node.items if isinstance(item.item, (cst.Call, cst.Name, cst.Attribute))]
+        known = [effect for effect in effects if effect is not None]
+        self.with_grad.append(known[-1] if known else None)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.with_grad.pop()
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # `torch.set_grad_enabled(False)` as a statement: off for the rest of the function.
+        if isinstance(node.value, cst.Call):
+            effect = self._grad_effect(node.value)
+            if effect is not None and self.resolver.qualified_name(node.value.func) in GRAD_SWITCHES:
+                self._function.grad_off = not effect
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # Before the rules visit this call (the tracker comes first in the walk).
+        for arg in node.args:
+            if arg.star == "**" and isinstance(arg.value, cst.Name):
+                pairs = self.keyword_dict(arg.value.value)
+                if pairs is not None:
+                    remember_keyword_dict(arg, pairs)
+
+
+def _moves_to_cpu(call: cst.Call) -> bool:
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value == "device":
+            value = literal(arg.value)
+            if isinstance(value, str):
+                return value.startswith("cpu")
+            if arg.keyword is None:
+                return False
+    return False
