@@ -151,3 +151,15 @@ def test_linting_leaves_the_cycle_collector_as_the_host_had_it(enabled_before: b
         assert gc.isenabled() is enabled_before
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_a_keyword_dict_with_keys_that_are_not_identifiers(tmp_path: Path) -> None:
+    """`**{"np.bool_": ...}` can only reach a **kwargs parameter: it is not taken for keywords (it crashed once)."""
+    (tmp_path / "train.py").write_text(
+        "import numpy as np\nfrom torch.utils.data import DataLoader\n\naliases = {\"np.bool_\": np.bool_}\n\n\n"
+        "def main(ds):\n    options = {\"shuffle\": True, \"np.float_\": 1}\n    DataLoader(ds, **options)\n    register(**aliases)\n",
+        encoding="utf-8",
+    )
+    code, out, err = run_cli("--output-format", "concise", "--no-cache", "train.py", cwd=tmp_path)
+    assert code == 1 and "internal error" not in err, err
+    assert "train.py:9:5: TDL101" in out

@@ -138,8 +138,7 @@ def run_check(args) -> int:
     scopes, missing = workspace.scopes(paths, force_exclude=args.force_exclude)
     for path in missing:
         raise ConfigError(f"{path}: no such file or directory")
-    for scope in scopes:
-        _opposing_rules_warning(selected_codes(scope.settings))
+    _opposing_rules_warning(frozenset().union(*(selected_codes(scope.settings) for scope in scopes)))
     if args.verbose:
         for scope in scopes:
             version = target_torch_version(scope.settings, newest_version())

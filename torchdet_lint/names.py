@@ -378,7 +378,8 @@ def remember_keyword_dict(arg: cst.Arg, pairs: Sequence[tuple]) -> None:
     table = getattr(_keyword_dicts, "table", None)
     if table is None:
         table = _keyword_dicts.table = {}
-    table[id(arg)] = tuple(cst.Arg(value=value, keyword=cst.Name(keyword)) for keyword, value in pairs)
+    # A key that is not an identifier (`**{"np.bool_": ...}`) can only reach a **kwargs parameter.
+    table[id(arg)] = tuple(cst.Arg(value=value, keyword=cst.Name(keyword)) for keyword, value in pairs if keyword.isidentifier())
 
 
 def _expanded(arg: cst.Arg) -> Optional[tuple]:
@@ -435,6 +436,8 @@ def reported_argument(call: cst.Call, arg: cst.Arg) -> cst.CSTNode:
 def dict_entry(node: Optional[cst.BaseExpression], key: str) -> Optional[cst.Arg]:
     """A dict literal's `"key": value` entry, as a keyword argument (`trainer_defaults={...}`)."""
     if not isinstance(node, cst.Dict):
+        return None
+    if not key.isidentifier():
         return None
     for element in node.elements:
         if isinstance(element, cst.DictElement) and literal(element.key) == key:
