@@ -107,7 +107,7 @@ def test_tdl102_fix_reuses_an_existing_seed_worker_and_recreates_the_rng() -> No
     )
     (diagnostic,) = lint_sources({"data.py": NOISY, "train.py": train}, select=["TDL102"])
     contents = [edit.content for edit in diagnostic.fix.edits]
-    assert contents[-1] == ", worker_init_fn=seed_worker"
+    assert contents[-1] == "DataLoader(Noisy(), num_workers=2, worker_init_fn=seed_worker)"
     assert "def seed_worker" not in "".join(contents)
     assert any("dataset.rng = numpy.random.default_rng(worker_seed)" in c for c in contents)
     assert diagnostic.fix.applicability.value == "safe"

@@ -56,6 +56,14 @@ class Symbol:
     name: str
 
 
+@dataclass(frozen=True)
+class Sized:
+    """A tuple or list whose elements are not literals but whose length is visible
+    (`F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), "reflect")`)."""
+
+    length: int
+
+
 # The value of a parameter a form does not have: the form itself implies it.
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 # The default of a parameter whose default is not a literal (`name=...` in a signature).
@@ -111,6 +119,10 @@ class Condition:
         if kind == "tensor":
             # A literal (number, bool, None, string) is never the tensor the kernel needs.
             return Truth.NO if _is_literal(value) else Truth.YES
+        if isinstance(value, Sized):
+            if kind == "length":
+                return Truth.YES if value.length in self.values else Truth.NO
+            return Truth.MAYBE
         if not _is_literal(value):
             return Truth.MAYBE
         value = _normal(value)

@@ -102,6 +102,39 @@ def load_config_file(path: Path) -> Settings:
     return Settings(root=path.parent.resolve(), source=path, **_parse_table(table, path))
 
 
+DEFAULT_LINE_LENGTH = 88  # black's and ruff's
+
+
+def formatter_line_length(directory: Path) -> int:
+    """The line length the project's formatter keeps: the nearest `ruff.toml` / `.ruff.toml`
+    `line-length`, else `pyproject.toml`'s `[tool.ruff]`, else `[tool.black]` (as ruff and black
+    look for their configuration, from `directory` up), else 88."""
+    for candidate in (directory, *directory.parents):
+        for name in (".ruff.toml", "ruff.toml"):
+            value = _toml_key(candidate / name, ("line-length",))
+            if value is not None:
+                return value
+        pyproject = candidate / "pyproject.toml"
+        for key in (("tool", "ruff", "line-length"), ("tool", "black", "line-length")):
+            value = _toml_key(pyproject, key)
+            if value is not None:
+                return value
+    return DEFAULT_LINE_LENGTH
+
+
+def _toml_key(path: Path, keys: Tuple[str, ...]) -> Optional[int]:
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as handle:
+            value: Any = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # another tool's broken file: not ours to report
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def has_table(path: Path) -> bool:
     try:
         with open(path, "rb") as handle:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
 _IMPORTS_TORCH_RE = re.compile(r"^[ \t]*(?:from[ \t]+torch\b|import[ \t][^\n#]*\btorch\b)", re.M)
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 _NOT_PARSED = object()
+# What may stand before a call that starts a statement's expression: `x = `, `x: T = `,
+# `return `, `yield `, `await `, or nothing but the indentation.
+_STATEMENT_START_RE = re.compile(r"^[ \t]*(?:(?:[\w.\[\]'\"]+(?:[ \t]*:[^=]+)?[ \t]*[-+*/@%&|^]?=[ \t]*)|return[ \t]+|yield[ \t]+|await[ \t]+)?$")
 
 
 class FileContext:
@@ -102,6 +105,10 @@ class FileContext:
         line, column, end_line, end_column = self.node_range(node)
         return self.lines.offset(line, column), self.lines.offset(end_line, end_column)
 
+    def replacement_offsets(self, node: cst.CSTNode) -> Tuple[int, int]:
+        """The span a fix replacing `node` replaces (what `module.code_for_node(node)` renders)."""
+        return self._inclusive_offsets(node)
+
     def _inclusive_offsets(self, node: cst.CSTNode) -> Tuple[int, int]:
         """The span `module.code_for_node(node)` renders, for replacing the node's text."""
         line, column, end_line, end_column = call_with_deep_stack(self.positions.range, node, True)
@@ -156,7 +163,10 @@ class FileContext:
         edits: List[Edit] = []
         for old, new in builder.replacements:
             start, end = self._inclusive_offsets(old)
-            content = new if isinstance(new, str) else call_with_deep_stack(self.module.code_for_node, new)
+            if isinstance(old, cst.Call) and isinstance(new, cst.Call):
+                content = self.call_text(old, new)
+            else:
+                content = new if isinstance(new, str) else call_with_deep_stack(self.module.code_for_node, new)
             edits.append(Edit(start, end, content))
         for kind, anchor, text in builder.insertions:
             edits.append(self._insertion(kind, anchor, text))
@@ -166,6 +176,28 @@ class FileContext:
                 edits.append(edit)
         edits = _merge_insertions(edits)
         return Fix(builder.title, builder.applicability, tuple(sorted(edits, key=lambda e: (e.start, e.end))))
+
+    def call_text(self, old: cst.Call, new: cst.Call) -> str:
+        """`new`, an edit of the call `old`, as black and ruff-format would write it: on one line
+        while `old` was on one line and the line stays within the project's line length, else one
+        argument per line with a trailing comma (a layout `old` already spread over lines is kept)."""
+        code = call_with_deep_stack(self.module.code_for_node, new)
+        line, column, end_line, end_column = self.node_range(old)
+        if end_line != line or "\n" in code or not new.args:
+            return code
+        text = self.lines.line_text(line)
+        if len(text[:column]) + len(code) + len(text[end_column:]) <= self.settings.line_length:
+            return code
+        if not _STATEMENT_START_RE.match(text[:column]):
+            return code  # inside another expression: a formatter would split the enclosing call first
+        indent = text[: len(text) - len(text.lstrip(" \t"))]
+        inner = indent + self.module.default_indent
+        arguments = [
+            call_with_deep_stack(self.module.code_for_node, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")))
+            for arg in new.args
+        ]
+        opening = call_with_deep_stack(self.module.code_for_node, new.with_changes(args=())).rstrip(")")
+        return opening + self.newline + "".join(inner + argument + "," + self.newline for argument in arguments) + indent + ")"
 
     def _indent_lines(self, text: str, indent: str) -> str:
         lines = text.splitlines()

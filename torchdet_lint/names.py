@@ -44,6 +44,8 @@ _CANONICAL_PATTERNS = [
     (re.compile(r"^transformers\.(?:trainer_utils)\.(set_seed|enable_full_determinism)$"), r"transformers.\1"),
     (re.compile(r"^accelerate\.utils\.random\.set_seed$"), r"accelerate.utils.set_seed"),
     (re.compile(r"^accelerate\.set_seed$"), r"accelerate.utils.set_seed"),
+    (re.compile(r"^colossalai\.initialize\.(launch\w*)$"), r"colossalai.\1"),
+    (re.compile(r"^colossalai\.utils\.common\.set_seed$"), r"colossalai.utils.set_seed"),
     (re.compile(r"^np\."), r"numpy."),
 ]
 

@@ -23,6 +23,7 @@ from torchdet_lint.catalog import (
     Catalog,
     Form,
     Operation,
+    Sized,
     Symbol,
     Truth,
     evaluate_all,
@@ -75,7 +76,9 @@ class _Index:
                 continue
             for form in operation.forms:
                 for name in form.functions:
-                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False))
+                    # `nn.Embedding.from_pretrained(...)` builds a module: it runs elsewhere.
+                    builds_module = len(name.split(".")) > 2 and name.split(".")[-2][:1].isupper()
+                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False, as_module=builds_module))
                 for name in form.modules:
                     self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False, as_module=True))
                 for name in form.methods:
@@ -99,8 +102,22 @@ def _index(catalog: Catalog) -> _Index:
 
 
 def _argument_value(node: cst.BaseExpression, context) -> Any:
+    """An argument's value: a literal, a `Symbol` for a qualified name, a `Sized` sequence
+    (also through a name bound to one in this function), else NOT_LITERAL."""
     value = literal(node)
-    if value is NOT_LITERAL and isinstance(node, (cst.Name, cst.Attribute)):
+    if value is not NOT_LITERAL:
+        return value
+    if isinstance(node, cst.Name):
+        values = context.scopes.values(node.value)
+        bound = values[0] if len(values) == 1 else None  # bound once: in every branch the same
+        if isinstance(bound, (cst.Tuple, cst.List)):
+            node = bound
+            value = literal(bound)
+            if value is not NOT_LITERAL:
+                return value
+    if isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+        return Sized(len(node.elements))
+    if isinstance(node, (cst.Name, cst.Attribute)):
         qualified = context.qualified_name(node)
         if qualified and not qualified.startswith("builtins."):
             return Symbol(qualified)
@@ -208,16 +225,59 @@ def _display_name(call: cst.Call, entry: _Entry, context) -> str:
     return entry.operation.name
 
 
-def _operand(entry: _Entry, call: cst.Call) -> Optional[cst.BaseExpression]:
-    """The tensor an operation works on: a method's receiver, else the first argument."""
-    if entry.as_method and isinstance(call.func, cst.Attribute):
-        return call.func.value
-    for arg in call.args:
-        if arg.keyword is None and not arg.star:
-            return arg.value
-        if arg.keyword is not None and arg.keyword.value in ("input", "self"):
-            return arg.value
-    return None
+# The parameters whose tensors receive the gradient in a backward kernel: the weight of an
+# embedding (its `input` is indices), else the input (and a sampling grid).
+_GRADIENT_PARAMETERS = (("weight",), ("input", "self", "grid"))
+
+
+def _gradient_tensors(entry: _Entry, call: cst.Call) -> List[cst.BaseExpression]:
+    """The tensors of the call that a backward kernel would differentiate: by the form's
+    signature when it has one, else every tensor given (a method's receiver included)."""
+    receiver = [call.func.value] if entry.as_method and isinstance(call.func, cst.Attribute) else []
+    params = entry.form.params
+    if params:
+        names = [param.name for param in params]
+        for wanted in _GRADIENT_PARAMETERS:
+            chosen = [name for name in names if name in wanted]
+            if chosen:
+                break
+        else:
+            chosen = []
+        found = []
+        position = 0
+        for param in params[1:] if entry.as_method else params:
+            arg = find_arg(call, keyword=param.name, position=None if param.keyword_only else position)
+            if not param.keyword_only:
+                position += 1
+            if param.name in chosen and arg is not None:
+                found.append(arg.value)
+        if entry.as_method and names and names[0] in chosen:
+            found += receiver
+        if found:
+            return found
+    return receiver + [arg.value for arg in call.args if arg.keyword is None and not arg.star and literal(arg.value) is NOT_LITERAL]
+
+
+def _tensor_states(entry: _Entry, call: cst.Call, context) -> Tuple[bool, bool]:
+    """(no gradient can flow into the operation, it runs on the CPU), from what is visible of
+    its tensors: every differentiated one must be visibly without gradient; one visibly on
+    the CPU puts the operation there (a call's tensors share a device)."""
+    differentiated = _gradient_tensors(entry, call)
+    every = ([call.func.value] if entry.as_method and isinstance(call.func, cst.Attribute) else []) + [
+        arg.value for arg in call.args if arg.keyword is None and not arg.star and literal(arg.value) is NOT_LITERAL
+    ]
+    no_grad = bool(differentiated) and all(context.scopes.tensor_state(tensor).no_grad for tensor in differentiated)
+    on_cpu = any(context.scopes.tensor_state(tensor).cpu for tensor in every[:1])
+    return no_grad, on_cpu
+
+
+# Tensors of ten or more dimensions do not occur in training code: a method called with a
+# literal `dim` that large (`HistoryBuffer.median(20)`, a window size) is another API.
+MAX_PLAUSIBLE_DIM = 10
+
+
+def _implausible_dim(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and not -MAX_PLAUSIBLE_DIM < value < MAX_PLAUSIBLE_DIM
 
 
 def _possible(case: Case, no_grad: bool, on_cpu: bool) -> bool:
@@ -228,17 +288,19 @@ def _possible(case: Case, no_grad: bool, on_cpu: bool) -> bool:
     return not (on_cpu and case.device.startswith("CUDA"))
 
 
-def _match_entry(entry: _Entry, call: cst.Call, context) -> Optional[OperationMatch]:
+def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = False) -> Optional[OperationMatch]:
     operation = entry.operation
     form = entry.form
     values = _parameter_values(entry, call, context)
+    if entry.as_method and _implausible_dim(values.get("dim")):
+        return None  # `history.median(20)`: another API's window, not a tensor dimension
     form_truth = evaluate_all(form.when, values)
     if form_truth is Truth.NO:
         return None
     no_grad = on_cpu = False
     if not entry.as_module:
-        state = context.scopes.tensor_state(_operand(entry, call))
-        no_grad, on_cpu = context.scopes.grad_disabled or state.no_grad, state.cpu
+        no_grad, on_cpu = _tensor_states(entry, call, context)
+        no_grad = no_grad or assume_no_grad or context.scopes.grad_disabled
     version = context.torch_version
     best: Optional[Tuple[int, int, Case, str]] = None
     maybe_labels: List[str] = []
@@ -291,46 +353,49 @@ class _Matcher:
 
     def __init__(self, catalog: Catalog) -> None:
         self.index = _index(catalog)
-        self.last_call: Optional[cst.Call] = None
+        self.last_call: Optional[Tuple[cst.Call, bool]] = None
         self.last_matches: List[OperationMatch] = []
 
-    def matches(self, context, call: cst.Call) -> List[OperationMatch]:
-        if call is self.last_call:
+    def matches(self, context, call: cst.Call, assume_no_grad: bool = False) -> List[OperationMatch]:
+        if self.last_call is not None and self.last_call[0] is call and self.last_call[1] == assume_no_grad:
             return self.last_matches
         result: List[OperationMatch] = []
         seen = set()
         for entry in _candidates(context, call, self.index):
             if entry.operation.id in seen:
                 continue
-            match = _match_entry(entry, call, context)
+            match = _match_entry(entry, call, context, assume_no_grad)
             if match is not None:
                 seen.add(entry.operation.id)
                 result.append(match)
-        self.last_call, self.last_matches = call, result
+        self.last_call, self.last_matches = (call, assume_no_grad), result
         return result
 
 
 _MATCHERS: "weakref.WeakKeyDictionary[Any, _Matcher]" = weakref.WeakKeyDictionary()
 
 
-def _all_matches(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+def _all_matches(context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False) -> List[OperationMatch]:
     catalog = catalog or load_catalog()
     matcher = _MATCHERS.get(context)
     if matcher is None or matcher.index.catalog is not catalog:
         matcher = _MATCHERS[context] = _Matcher(catalog)
-    return matcher.matches(context, call)
+    return matcher.matches(context, call, assume_no_grad)
 
 
-def match_operations(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
+def match_operations(
+    context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False
+) -> List[OperationMatch]:
     """The catalog operations a call performs that the flag governs at the file's
     target version: behaviour "raises" (TDL202) or "deterministic-alternative"
     (TDL201), convolutions and the strict-only losses included, and third-party
     functions that reach a torch operation the flag makes deterministic.
 
     Works whether or not any TDL2xx rule is selected; cheap for calls that
-    cannot match (a set lookup on the last name segment).
+    cannot match (a set lookup on the last name segment). `assume_no_grad`: as if
+    no gradient could flow here (the caller decides later whether that holds).
     """
-    return [m for m in _all_matches(context, call, catalog) if m.behavior != IGNORES_FLAG]
+    return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior != IGNORES_FLAG]
 
 
 def match_third_party(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:

@@ -33,6 +33,15 @@ _NON_TENSOR_BUILTINS = frozenset(
 )
 _TENSOR_WORDS = ("Tensor", "torch", "Any", "Parameter", "Module")
 # Methods whose result keeps the receiver's device and autograd state (for `x = x.float()` chains).
+# Factories: a new tensor that needs no gradient unless `requires_grad=True`; on the CPU unless
+# `device=` says otherwise (the `_like` ones take their input's device).
+_FACTORIES = frozenset(
+    "torch." + name
+    for name in (
+        "arange zeros ones empty full eye linspace logspace rand randn randint randperm tensor as_tensor "
+        "zeros_like ones_like empty_like full_like rand_like randn_like randint_like"
+    ).split()
+)
 _NEUTRAL_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "flatten"})
 MAX_DEPTH = 6
 
@@ -65,6 +74,12 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.classes: List[Dict[str, List[Optional[cst.BaseExpression]]]] = []  # self.<attr> values per class
         self.with_grad: List[Optional[bool]] = []  # per `with` statement: False (grad off), True (on), None
         self.local_classes: Set[str] = set()
+        # Who calls this file's functions: ("self", method) or (None, function) -> grad off at each call;
+        # a function also used otherwise (passed, stored) may run anywhere.
+        self.callers: Dict[Tuple[Optional[str], str], List[bool]] = {}
+        self.escapes: Set[Tuple[Optional[str], str]] = set()
+        self._callee_nodes: Set[int] = set()
+        self.identities: List[Optional[Tuple[Optional[str], str]]] = []  # per enclosing def
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -97,6 +112,21 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         if index is None:
             return []
         return list(self.classes[index].get(attribute, ()))
+
+    @property
+    def function_identity(self) -> Optional[Tuple[Optional[str], str]]:
+        """How this file calls the enclosing function: ("self", name) for a method, (None, name)
+        for a module-level function; None elsewhere (nested functions, module code)."""
+        return self.identities[-1] if self.identities else None
+
+    def only_called_without_grad(self, identity: Optional[Tuple[Optional[str], str]]) -> bool:
+        """A function this file calls only where no gradient flows (a pipeline's helpers called
+        from its `@torch.no_grad()` `__call__`), and uses in no other way: complete at the
+        end of the walk."""
+        if identity is None or identity in self.escapes:
+            return False
+        calls = self.callers.get(identity)
+        return bool(calls) and all(calls)
 
     @property
     def grad_disabled(self) -> bool:
@@ -143,9 +173,12 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         qualified = self.resolver.qualified_name(node.func)
         if qualified == "torch.from_numpy":
             return TensorState(True, True)
-        if qualified in ("torch.tensor", "torch.as_tensor"):
+        if qualified in _FACTORIES:
             keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
-            on_cpu = "device" not in keywords or literal(keywords["device"]) in ("cpu", None)
+            if "device" in keywords:
+                on_cpu = literal(keywords["device"]) in ("cpu", None)
+            else:
+                on_cpu = not qualified.endswith("_like")
             no_grad = literal(keywords.get("requires_grad")) in (False, None) if "requires_grad" in keywords else True
             return TensorState(no_grad, on_cpu)
         if isinstance(node.func, cst.Attribute) and qualified is None:
@@ -261,10 +294,18 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 frame.names[star.name.value] = [None]
+        self._callee_nodes.update(id(name) for name in (node.name, *(param.name for param in (*params.posonly_params, *params.params, *params.kwonly_params))))
+        if owner.kind == "class" and len(self.frames) == 2:
+            self.identities.append(("self", node.name.value))
+        elif len(self.frames) == 1:
+            self.identities.append((None, node.name.value))
+        else:
+            self.identities.append(None)
         self.frames.append(frame)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.frames.pop()
+        self.identities.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         frame = _Frame("function", class_index=self._function.class_index, grad_off=self._function.grad_off)
@@ -317,7 +358,23 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if effect is not None and self.resolver.qualified_name(node.value.func) in GRAD_SWITCHES:
                 self._function.grad_off = not effect
 
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._callee_nodes:
+            self.escapes.add((None, node.value))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._callee_nodes.add(id(node.attr))  # an attribute's name is no use of a function of that name
+        if isinstance(node.value, cst.Name) and node.value.value == "self" and id(node) not in self._callee_nodes:
+            self.escapes.add(("self", node.attr.value))
+
     def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name):
+            self.callers.setdefault((None, func.value), []).append(self.grad_disabled)
+            self._callee_nodes.add(id(func))
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self.callers.setdefault(("self", func.attr.value), []).append(self.grad_disabled)
+            self._callee_nodes.add(id(func))
         # Before the rules visit this call (the tracker comes first in the walk).
         for arg in node.args:
             if arg.star == "**" and isinstance(arg.value, cst.Name):

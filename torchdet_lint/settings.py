@@ -27,6 +27,7 @@ class Settings:
     entry_points: Tuple[str, ...] = ()
     assume_deterministic_mode: bool = False
     unsafe_fixes: bool = False
+    line_length: int = 88  # the project's formatter line length ([tool.ruff], [tool.black]): fixes stay within it
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
     source: Optional[Path] = None  # the pyproject.toml it came from
 

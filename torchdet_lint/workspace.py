@@ -15,11 +15,11 @@ other files are analysed for the project phase only.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.config import ConfigError, has_table, load_config_file, validate_selectors
+from torchdet_lint.config import ConfigError, formatter_line_length, has_table, load_config_file, validate_selectors
 from torchdet_lint.discovery import SOURCE_SUFFIXES, Excluder, SourceFile, display_path
 from torchdet_lint.settings import Settings
 
@@ -72,7 +72,7 @@ class Workspace:
         self.config_override = Path(os.path.abspath(config_override)) if config_override else None
         self.overrides = overrides
         self._nearest_config: Dict[Path, Optional[Path]] = {}
-        self._settings: Dict[Optional[Path], Settings] = {}
+        self._settings: Dict[Tuple[Optional[Path], Optional[Path]], Settings] = {}
         self._marker_root: Dict[Path, Optional[Path]] = {}
         self._scopes: Dict[Tuple[Path, Optional[Path]], ProjectScope] = {}
         self._walked: Dict[Tuple[Path, Optional[Path]], Tuple[List[Path], List[Path]]] = {}
@@ -101,16 +101,17 @@ class Workspace:
         return found
 
     def settings_for_config(self, config: Optional[Path], root: Path) -> Settings:
-        if config not in self._settings:
+        key = (config, root if config is None else None)
+        if key not in self._settings:
             if config is None:
                 settings = Settings(root=root)
             else:
                 if not config.is_file():
                     raise ConfigError(f"{config}: config file not found")
                 settings = validated(load_config_file(config))
-            self._settings[config] = self.overrides(settings)
-        settings = self._settings[config]
-        return settings
+            settings = replace(settings, line_length=formatter_line_length(config.parent if config else root))
+            self._settings[key] = self.overrides(settings)
+        return self._settings[key]
 
     # -- project roots --------------------------------------------------------------------------
     def _nearest_marker_directory(self, directory: Path) -> Optional[Path]:

@@ -74,7 +74,42 @@ def enables_deterministic_mode(context, call: cst.Call) -> bool:
 # -- the rules ---------------------------------------------------------------------------
 
 
-class _FlagAware(Rule):
+class _AutogradAware(Rule):
+    """Decides at the end of the file the findings that hang on whether a gradient can flow
+    in the enclosing function: one this file only calls where no gradient flows (a pipeline's
+    helper called from its `@torch.no_grad()` `__call__`) is taken to run without one."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.undecided: List[Tuple[cst.CSTNode, Tuple[Optional[str], str], Optional[str], Optional[str]]] = []
+
+    def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def consider(self, node: cst.Call) -> Optional[str]:
+        """The message for the call now, or None: nothing to report, or decided at the end."""
+        message = self.message_for(node, False)
+        identity = self.context.scopes.function_identity
+        if message is None or identity is None or self.context.scopes.grad_disabled:
+            return message
+        without_grad = self.message_for(node, True)
+        if without_grad == message:
+            return message
+        self.undecided.append((node, identity, message, without_grad))
+        return None
+
+    def decided(self) -> List[Tuple[cst.CSTNode, str]]:
+        scopes = self.context.scopes
+        found = []
+        for node, identity, message, without_grad in self.undecided:
+            chosen = without_grad if scopes.only_called_without_grad(identity) else message
+            if chosen is not None:
+                found.append((node, chosen))
+        self.undecided = []
+        return found
+
+
+class _FlagAware(_AutogradAware):
     """Buffers diagnostics that an enabled flag anywhere in the file silences."""
 
     def __init__(self, context) -> None:
@@ -88,6 +123,7 @@ class _FlagAware(Rule):
             self.enabled = True
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self.pending.extend(self.decided())
         if not (self.enabled or self.assume_enabled):
             # An entry point elsewhere may enable the flag: the project phase decides.
             for node, message in self.pending:
@@ -208,14 +244,18 @@ class NondeterministicOp(_FlagAware):
         self.note_flag(node)
         if self.assume_enabled or self.enabled:
             return
-        matches = [m for m in match_operations(self.context, node) if not m.third_party]
+        message = self.consider(node)
+        if message is not None:
+            self.pending.append((node, message))
+
+    def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
+        matches = [m for m in match_operations(self.context, node, assume_no_grad=assume_no_grad) if not m.third_party]
         if not matches or any(m.behavior == RAISES for m in matches):
-            return
-        version = self.context.version_text()
-        self.pending.append((node, _deterministic_message(matches[0], version)))
+            return None
+        return _deterministic_message(matches[0], self.context.version_text())
 
 
-class OpWithoutDeterministicImplementation(Rule):
+class OpWithoutDeterministicImplementation(_AutogradAware):
     """
     ## Why is this bad?
     The operation has no deterministic implementation at the target torch
@@ -292,13 +332,22 @@ class OpWithoutDeterministicImplementation(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        message = self.consider(node)
+        if message is not None:
+            self.report(node, message)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node, message in self.decided():
+            self.report(node, message)
+
+    def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
         raising = [
             m
-            for m in match_operations(self.context, node)
+            for m in match_operations(self.context, node, assume_no_grad=assume_no_grad)
             if m.behavior == RAISES and not m.third_party and (self.context.strict or not m.strict_only)
         ]
         if not raising:
-            return
+            return None
         first = max(raising, key=lambda m: m.certain)
         verb = "raises" if first.certain else "may raise"
         message = (
@@ -309,7 +358,7 @@ class OpWithoutDeterministicImplementation(Rule):
         others = [m for m in raising if m is not first]
         if others:
             message += "; also " + "; ".join(f"{m.op_name} ({m.condition})" for m in others)
-        self.report(node, message)
+        return message
 
 
 class NondeterministicThirdPartyKernel(_FlagAware):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchdet_lint.call_edits import with_keywords
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
     CONTAINERS,
@@ -45,7 +46,7 @@ from torchdet_lint.model.summary import (
     Site,
     WorkerFunction,
 )
-from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, literal, opaque_keywords
+from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, literal, opaque_keywords, has_star_args
 from torchdet_lint.operations import match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -581,11 +582,14 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for node, reference, _ in self.loader_calls:
             line, column, end_line, end_column = context.node_range(node)
             start, end = context.node_offsets(node)
-            keyword_offset = None
-            if node.args:
-                keyword_offset = context.node_offsets(node.args[-1].value)[1]
+            worker_edit = None
+            if node.args and not has_star_args(node):
+                # The TDL102 fix's call, laid out here: the project phase has no CST.
+                new = with_keywords(node, [("worker_init_fn", cst.Name(reuse or "seed_worker"))])
+                span = context.replacement_offsets(node)
+                worker_edit = (span[0], span[1], context.call_text(node, new))
             self.summary.loaders.append(
-                LoaderSite(line, column + 1, end_line, end_column + 1, start, end, reference, keyword_offset, reuse)
+                LoaderSite(line, column + 1, end_line, end_column + 1, start, end, reference, worker_edit, reuse)
             )
         for module in ("torch", "numpy", "random"):
             edit = context.import_edit(module)

@@ -92,7 +92,8 @@ class LoaderSite:
     start_offset: int
     end_offset: int
     dataset: Optional[DatasetRef]
-    keyword_offset: Optional[int]  # where `, worker_init_fn=seed_worker` goes (end of the last argument)
+    # The call rewritten with `worker_init_fn=<worker>` in the file's layout: (start, end, text).
+    worker_edit: Optional[Tuple[int, int, str]]
     worker_function: Optional[str] = None  # an existing module-level worker function to reuse
 
 

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from torchdet_lint.checks.call_edits import with_keywords
+from torchdet_lint.call_edits import with_keywords
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import has_star_args
 from torchdet_lint.rule import Rule

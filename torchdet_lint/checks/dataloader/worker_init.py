@@ -137,7 +137,7 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
 
     # -- the fix ------------------------------------------------------------------------------------------
     def _fix(self, project: Project, display: str, summary: FileSummary, loader: LoaderSite, rngs) -> Optional[Fix]:
-        if loader.keyword_offset is None or summary.anchors is None:
+        if loader.worker_edit is None or summary.anchors is None:
             return None
         edits: List[Edit] = []
         names: Dict[str, str] = {}
@@ -168,8 +168,7 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
         recreate = self._recreate(display, rngs, {"torch": torch, "numpy": numpy or "numpy", "random": random})
         if recreate is None:
             return None
-        name = worker.name if worker is not None else "seed_worker"
-        edits.append(Edit(loader.keyword_offset, loader.keyword_offset, f", worker_init_fn={name}"))
+        edits.append(Edit(*loader.worker_edit))
         if worker is not None:
             missing = [rng.attribute for _, rng, _ in rngs if f"{'' if rng.module_level else '.'}{rng.attribute} =" not in worker.text]
             if recreate and missing:
@@ -182,10 +181,12 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
             lines.append(f"    {random}.seed(worker_seed)")
             lines.extend("    " + line for line in recreate)
             offset = summary.anchors.after_imports
-            text = project.sources.get(display)
-            following = getattr(text, "text", "")[offset : offset + 2] if text is not None else ""
+            source = project.sources.get(display)
+            following = getattr(source, "text", "")[offset:] if source is not None else ""
+            # PEP 8 (E302, E305): two blank lines before and after a top-level definition.
+            blank_after = following[: len(following) - len(following.lstrip("\r\n"))].count("\n")
             prefix = "\n" if summary.anchors.after_imports_eof else ""
-            suffix = "" if following.startswith(("\n", "\r")) or not following else "\n\n"
+            suffix = "\n" * max(0, 2 - blank_after) if following.strip() else ""
             edits.append(Edit(offset, offset, prefix + "\n\n" + "\n".join(lines) + "\n" + suffix))
         return Fix("Seed each worker with `worker_init_fn=seed_worker`", Applicability.SAFE, merge_edits(edits))
 

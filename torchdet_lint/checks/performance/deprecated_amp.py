@@ -7,7 +7,7 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.call_edits import KEYWORD_EQUAL, with_first_argument
+from torchdet_lint.call_edits import KEYWORD_EQUAL, with_first_argument
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     may_name,

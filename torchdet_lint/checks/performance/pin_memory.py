@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import List
 
+import re
+
 import libcst as cst
 
-from torchdet_lint.checks.call_edits import with_keywords
+from torchdet_lint.call_edits import with_keywords
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     call_attr,
@@ -14,11 +16,14 @@ from torchdet_lint.checks.performance.common import (
     strings_in,
 )
 from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import arg_value, may_have_keyword
+from torchdet_lint.names import arg_value, literal, may_have_keyword
 from torchdet_lint.rule import FixAvailability, Rule
 
 DATALOADER = "torch.utils.data.DataLoader"
 _CUDA_QUERIES = frozenset({"torch.cuda.is_available", "torch.cuda.current_device", "torch.cuda.device_count"})
+
+
+_CUDA_DEVICE_RE = re.compile(r"^cuda(?::\d+)?$")
 
 
 class DataLoaderWithoutPinMemory(Rule):
@@ -116,7 +121,8 @@ class DataLoaderWithoutPinMemory(Rule):
             self.moves_to_device = True
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if not self.mentions_cuda and "cuda" in node.value:
+        # A device string (`"cuda"`, `"cuda:0"`), not prose that mentions CUDA (a docstring).
+        if not self.mentions_cuda and "cuda" in node.value and _CUDA_DEVICE_RE.match(str(literal(node))):
             self.mentions_cuda = True
 
     def leave_Module(self, original_node: cst.Module) -> None:
