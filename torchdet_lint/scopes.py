@@ -76,7 +76,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.local_classes: Set[str] = set()
         # Who calls this file's functions: ("self", method) or (None, function) -> grad off at each call;
         # a function also used otherwise (passed, stored) may run anywhere.
-        self.callers: Dict[Tuple[Optional[str], str], List[bool]] = {}
+        # Each call site: whether no gradient flows there, and the function it is in.
+        self.callers: Dict[Tuple[Optional[str], str], List[Tuple[bool, Optional[Tuple[Optional[str], str]]]]] = {}
+        self._without_grad: Dict[Tuple[Optional[str], str], bool] = {}
         self.escapes: Set[Tuple[Optional[str], str]] = set()
         self._callee_nodes: Set[int] = set()
         self.identities: List[Optional[Tuple[Optional[str], str]]] = []  # per enclosing def
@@ -121,12 +123,17 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def only_called_without_grad(self, identity: Optional[Tuple[Optional[str], str]]) -> bool:
         """A function this file calls only where no gradient flows (a pipeline's helpers called
-        from its `@torch.no_grad()` `__call__`), and uses in no other way: complete at the
-        end of the walk."""
+        from its `@torch.no_grad()` `__call__`, directly or through other such helpers), and
+        uses in no other way: complete at the end of the walk."""
         if identity is None or identity in self.escapes:
             return False
+        if identity in self._without_grad:
+            return self._without_grad[identity]
+        self._without_grad[identity] = False  # a cycle of calls proves nothing
         calls = self.callers.get(identity)
-        return bool(calls) and all(calls)
+        answer = bool(calls) and all(off or self.only_called_without_grad(caller) for off, caller in calls)
+        self._without_grad[identity] = answer
+        return answer
 
     @property
     def grad_disabled(self) -> bool:
@@ -370,10 +377,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Name):
-            self.callers.setdefault((None, func.value), []).append(self.grad_disabled)
+            self.callers.setdefault((None, func.value), []).append((self.grad_disabled, self.function_identity))
             self._callee_nodes.add(id(func))
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            self.callers.setdefault(("self", func.attr.value), []).append(self.grad_disabled)
+            self.callers.setdefault(("self", func.attr.value), []).append((self.grad_disabled, self.function_identity))
             self._callee_nodes.add(id(func))
         # Before the rules visit this call (the tracker comes first in the walk).
         for arg in node.args:
