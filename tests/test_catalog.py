@@ -15,9 +15,11 @@ import pytest
 from conftest import FIXTURES
 from torchdet_lint.catalog import (
     DETERMINISTIC_ALTERNATIVE,
+    IGNORES_FLAG,
     NOT_LITERAL,
     RAISES,
     UNKNOWN,
+    Calls,
     CatalogError,
     Condition,
     Symbol,
@@ -27,7 +29,7 @@ from torchdet_lint.catalog import (
     newest_version,
     rules_directory,
 )
-from torchdet_lint.operations import match_operations
+from torchdet_lint.operations import match_operations, match_third_party
 from torchdet_lint.config import Settings
 from torchdet_lint.context import FileContext
 from torchdet_lint.testing import lint_sources
@@ -95,7 +97,7 @@ def test_a_minimal_entry_loads(tmp_path: Path) -> None:
         (('signature = ["input", "dim", "mode=\'fast\'"]', 'signature = ["input", "dim", "mode=fast()"]'), "not a Python literal"),
         (('signature = ["input", "dim", "mode=\'fast\'"]\n', ""), "needs a `signature`"),
         (('source = "a test"', 'source = "a test"\nreport = false'), "needs `not-reported-because`"),
-        (('id = "frobnicate"', 'id = "frobnicate"\nflag = "ignored"'), "belong to third-party"),
+        (('id = "frobnicate"', 'id = "frobnicate"\nlibrary = "frob"'), "belong to third-party"),
         (('versions = { "2.3" = "raises", "2.9" = "deterministic-alternative" }\n', ""), "`versions` is required"),
     ],
 )
@@ -120,12 +122,64 @@ def test_duplicate_ids_across_files_are_rejected(tmp_path: Path) -> None:
         _load(tmp_path, MINIMAL_OP)
 
 
-def test_third_party_entries_need_a_flag(tmp_path: Path) -> None:
-    text = MINIMAL_OP.replace('kind = "torch"', 'kind = "third-party"').replace(
-        'versions = { "2.3" = "raises", "2.9" = "deterministic-alternative" }\n', ""
-    )
-    with pytest.raises(CatalogError, match="`flag` must be"):
+def test_third_party_entries_name_their_library_or_the_torch_operation_they_follow(tmp_path: Path) -> None:
+    text = MINIMAL_OP.replace('kind = "torch"', 'kind = "third-party"')
+    with pytest.raises(CatalogError, match="needs either `library`"):
         _load(tmp_path, text)
+    with pytest.raises(CatalogError, match=r"no \[library.frob\] table"):
+        _load(_fresh(tmp_path, "a"), text.replace('id = "frobnicate"', 'id = "frobnicate"\nlibrary = "frob"'))
+    follower = text.replace('id = "frobnicate"', 'id = "frob_sum"\nfollows = "scatter_add"\nvia = "Tensor.scatter_add_"')
+    with pytest.raises(CatalogError, match="takes its `versions` from it"):
+        _load(_fresh(tmp_path, "b"), follower, name="frob.toml")
+
+
+def _fresh(tmp_path: Path, name: str) -> Path:
+    directory = tmp_path / name
+    directory.mkdir()
+    return directory
+
+
+THIRD_PARTY_LIBRARY = """
+[catalog]
+kind = "third-party"
+
+[library.frob]
+distributions = ["frob-lib"]
+checked-through = "1.4"
+
+[[op]]
+id = "frob_pool"
+library = "frob"
+name = "frob pool"
+device = "CUDA"
+phase = "backward"
+versions = { "0.0" = "ignores-flag", "1.2" = "raises", "1.4" = "deterministic-alternative" }
+source = "a test"
+
+[[op.form]]
+functions = ["frob.pool"]
+modules = ["frob.Pool"]
+"""
+
+
+def test_a_new_library_is_one_toml_entry_with_versions_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "ops.toml").write_text((rules_directory() / "ops.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    catalog = _load(tmp_path, THIRD_PARTY_LIBRARY, name="frob.toml")
+    assert catalog.library("frob").distributions == ("frob-lib",)
+    assert catalog.newest_library_version("frob") == (1, 4)
+    assert catalog.newest_version() == load_catalog().newest_version()  # torch's versions only
+    source = "import frob\na = frob.pool(x)\nb = frob.Pool(7)\n"
+    at = {version: _matches(source, catalog=catalog, libraries={"frob": version}) for version in ((1, 0), (1, 2), (1, 5))}
+    assert at[(1, 0)] == [(2, "frob_pool", IGNORES_FLAG, True), (3, "frob_pool", IGNORES_FLAG, True)]
+    assert [m[2] for m in at[(1, 2)]] == [RAISES, RAISES]
+    assert [m[2] for m in at[(1, 5)]] == [DETERMINISTIC_ALTERNATIVE, DETERMINISTIC_ALTERNATIVE]
+
+
+def test_library_tables_are_validated(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match=r"unknown key `colour` in \[library.frob\]"):
+        _load(tmp_path, THIRD_PARTY_LIBRARY.replace('checked-through = "1.4"', 'colour = "red"'), name="frob.toml")
+    with pytest.raises(CatalogError, match="library.frob.checked-through"):
+        _load(_fresh(tmp_path, "b"), THIRD_PARTY_LIBRARY.replace('checked-through = "1.4"', 'checked-through = "one"'), name="frob.toml")
 
 
 def test_other_data_files_in_rules_are_ignored(tmp_path: Path) -> None:
@@ -161,6 +215,11 @@ def test_other_data_files_in_rules_are_ignored(tmp_path: Path) -> None:
         (Condition("pad", "length", (2,)), NOT_LITERAL, Truth.MAYBE),
         (Condition("dtype", "not-names", ("torch.int64",)), Symbol("torch.int64"), Truth.NO),
         (Condition("dtype", "not-names", ("torch.int64",)), Symbol("torch.float32"), Truth.YES),
+        (Condition("reduce_func", "calls", ("dgl.function.sum",)), Calls(frozenset({"dgl.function.sum"})), Truth.YES),
+        (Condition("reduce_func", "calls", ("dgl.function.sum",)), Calls(frozenset({"dgl.function.max"})), Truth.NO),
+        (Condition("reduce_func", "calls", ("dgl.function.sum",)), "sum", Truth.YES),
+        (Condition("reduce_func", "calls", ("dgl.function.sum",)), NOT_LITERAL, Truth.NO),  # only what is visible
+        (Condition("mode", "in", ("bilinear",)), Calls(frozenset({"f"})), Truth.MAYBE),
     ],
 )
 def test_condition_evaluation(condition: Condition, value, expected: Truth) -> None:
@@ -178,16 +237,16 @@ class _Recorder(cst.BatchableCSTVisitor):
         self.found: List[Tuple[int, str, str, bool]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
-        for match in match_operations(self.context, node, self.catalog):
+        for match in match_operations(self.context, node, self.catalog) + match_third_party(self.context, node, self.catalog):
             self.found.append((self.context.node_range(node)[0], match.op_id, match.behavior, match.certain))
 
 
-def _matches(source: str, version=(2, 13), catalog=None) -> List[Tuple[int, str, str, bool]]:
-    """match_operations in a traversal of its own: no TDL2xx rule is selected."""
+def _matches(source: str, version=(2, 13), catalog=None, libraries=None) -> List[Tuple[int, str, str, bool]]:
+    """match_operations (and the TDL203 kernels) in a traversal of its own: no TDL2xx rule is selected."""
     source = textwrap.dedent(source)
-    context = FileContext("t.py", source, cst.parse_module(source), Settings(select=("TDL301",)), version)
+    context = FileContext("t.py", source, cst.parse_module(source), Settings(select=("TDL301",)), version, library_versions=libraries)
     recorder = _Recorder(context, catalog)
-    context.wrapper.visit_batched([context.resolver, recorder])
+    context.wrapper.visit_batched([context.resolver, context.scopes, recorder])
     return recorder.found
 
 
@@ -217,15 +276,27 @@ def test_match_operations_follows_the_target_version() -> None:
     assert _matches(source, (2, 13)) == [(3, "index_add", DETERMINISTIC_ALTERNATIVE, True)]
 
 
-def test_match_operations_includes_flag_honouring_third_party_only() -> None:
-    found = _matches(
-        """\
-        from torch_scatter import scatter, segment_coo
+def test_third_party_functions_over_a_torch_operation_behave_as_it_does() -> None:
+    source = """\
+        from torch_scatter import scatter, segment_coo, segment_csr
         a = scatter(x, i, dim=0)
         b = segment_coo(x, i)
+        c = segment_csr(x, ptr)
         """
-    )
-    assert found == [(2, "torch_scatter_scatter_sum", DETERMINISTIC_ALTERNATIVE, True)]
+    assert _matches(source) == [(2, "torch_scatter_scatter_sum", DETERMINISTIC_ALTERNATIVE, True), (3, "torch_scatter_segment_coo", IGNORES_FLAG, True)]
+    assert _matches(source, (1, 12))[0] == (2, "torch_scatter_scatter_sum", RAISES, True)
+
+
+def test_quantized_resize_is_matched_only_on_a_visibly_quantized_receiver() -> None:
+    source = """\
+        import torch
+        def f(x):
+            q = torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)
+            q.resize_(3, 4)
+            x.resize_(3, 4)
+            torch.quantize_per_channel(x, s, z, 0, torch.qint8).resize_(2)
+        """
+    assert _matches(source) == [(4, "resize_quantized", RAISES, True), (6, "resize_quantized", RAISES, True)]
 
 
 def test_an_operation_is_a_toml_entry_and_nothing_else(tmp_path: Path) -> None:
@@ -265,7 +336,7 @@ def test_assume_deterministic_mode_silences_what_the_flag_fixes() -> None:
     )
     codes = ["TDL201", "TDL202", "TDL203"]
     loud = lint_sources({"a.py": source}, {}, select=codes)
-    assert [(d.line, d.code) for d in loud] == [(3, "TDL201"), (4, "TDL202"), (5, "TDL203"), (6, "TDL203")]
+    assert [(d.line, d.code) for d in loud] == [(3, "TDL201"), (4, "TDL202"), (5, "TDL201"), (6, "TDL203")]
     quiet = lint_sources({"a.py": source}, {"assume-deterministic-mode": True}, select=codes)
     assert [(d.line, d.code) for d in quiet] == [(4, "TDL202"), (6, "TDL203")]
 

@@ -68,6 +68,7 @@ def run_fingerprint(options) -> str:
         options.settings.fingerprint(),
         ",".join(sorted(options.selected)),
         "%d.%d" % options.torch_version,
+        repr(options.library_versions),
         ",".join(sorted(options.first_party)),
         catalog_fingerprint(),
     ]
@@ -133,6 +134,7 @@ def summary_fingerprint(options) -> str:
         code_fingerprint(),
         repr(relevant),
         "%d.%d" % options.torch_version,
+        repr(options.library_versions),
         ",".join(sorted(options.first_party)),
         catalog_fingerprint(),
     ]

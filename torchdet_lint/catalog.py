@@ -10,10 +10,10 @@ import enum
 import hashlib
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from torchdet_lint.data import TOMLDecodeError, load_toml, rules_directory  # noqa: F401  (rules_directory is public here)
 from torchdet_lint.names import NOT_LITERAL
@@ -31,8 +31,8 @@ ACTIVE_STATUSES = (RAISES, DETERMINISTIC_ALTERNATIVE)
 
 TORCH_KIND = "torch"
 THIRD_PARTY_KIND = "third-party"
-FLAG_IGNORED = "ignored"
-FLAG_HONOURED = "honoured"
+# Statuses a third-party entry's `versions` may use: its own kernels may ignore the flag.
+THIRD_PARTY_STATUSES = STATUSES + (IGNORES_FLAG,)
 
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
 
@@ -54,6 +54,14 @@ class Symbol:
     """An argument spelled as a qualified name (`dtype=torch.long`): not a literal."""
 
     name: str
+
+
+@dataclass(frozen=True)
+class Calls:
+    """An argument that is not a literal but visibly calls functions (`fn.sum("m", "h")`,
+    a dict of such calls): their qualified names, for a `calls` condition."""
+
+    names: FrozenSet[str]
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ def _is_literal(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Condition:
-    """One argument condition: `kind` is in, not-in, given, absent, tensor, length or not-names."""
+    """One argument condition: `kind` is in, not-in, given, absent, tensor, length, not-names or calls."""
 
     param: str
     kind: str
@@ -112,6 +120,16 @@ class Condition:
         if value is UNKNOWN:
             return Truth.YES
         kind = self.kind
+        if kind == "calls":
+            # Only what is visible counts: a call of a listed function, or a literal string
+            # naming one by its last segment (DGL's `"sum"` reducer).
+            if isinstance(value, Calls):
+                return Truth.YES if value.names & set(self.values) else Truth.NO
+            if isinstance(value, str):
+                return Truth.YES if any(v.rsplit(".", 1)[-1] == value for v in self.values) else Truth.NO
+            return Truth.NO
+        if isinstance(value, Calls):
+            value = NOT_LITERAL
         if kind == "not-names":
             return Truth.NO if isinstance(value, Symbol) and value.name in self.values else Truth.YES
         if kind == "given":
@@ -164,6 +182,10 @@ class Form:
     fixed: Tuple[Tuple[str, Any], ...] = ()
     when: Tuple[Condition, ...] = ()
     cases: Optional[Tuple[str, ...]] = None
+    # Methods only: the receiver must visibly come from a call of one of these functions
+    # (`torch.quantize_per_tensor(...)` makes the quantized tensor whose `resize_` raises).
+    receiver_from: Tuple[str, ...] = ()
+    var_positional: bool = False  # the signature has `*args`: any number of positional arguments fits
 
     def param(self, name: str) -> Optional[Param]:
         for param in self.params or ():
@@ -219,8 +241,10 @@ class Operation:
     report: bool = True
     not_reported_because: str = ""
     strict_only: bool = False
-    flag: str = ""  # third-party: FLAG_IGNORED or FLAG_HONOURED
-    honoured_since: Optional[Version] = None
+    # Third party: the library whose version keys `versions` ("" for torch's own and
+    # for entries that follow a torch operation), and the torch operation followed.
+    library: str = ""
+    follows: str = ""
     via: str = ""
     notes: str = ""
     source: str = ""
@@ -231,13 +255,27 @@ class Operation:
                 return case
         raise KeyError(case_id)
 
-    def status_at(self, case: Case, version: Version) -> Optional[str]:
-        """The behaviour of one case at `version` (third-party: IGNORES_FLAG or the torch op's)."""
-        if self.kind == THIRD_PARTY_KIND:
-            if self.flag == FLAG_IGNORED:
-                return IGNORES_FLAG
-            return DETERMINISTIC_ALTERNATIVE if version >= (self.honoured_since or (0, 0)) else RAISES
-        return case.status_at(version)
+    def status_at(self, case: Case, torch_version: Version, library_versions: Mapping[str, Version] = {}) -> Optional[str]:
+        """The behaviour of one case under the flag: at the target torch version, or for a
+        library's own kernels at the library's target version (the newest known when none)."""
+        if self.library:
+            return case.status_at(library_versions.get(self.library, (10**6, 0)))
+        return case.status_at(torch_version)
+
+
+@dataclass(frozen=True)
+class Library:
+    """A third-party library the catalog describes: its import name (the key of config
+    `library-versions`), the distributions whose metadata give its installed version, and
+    the newest version whose source the catalog was checked against."""
+
+    name: str
+    distributions: Tuple[str, ...]
+    checked_through: Optional[Version]
+    file: str = ""
+    # DataLoader subclasses: read by keyword only, or (positional) with DataLoader's own positions.
+    loaders: Tuple[str, ...] = ()
+    loaders_positional: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -246,6 +284,21 @@ class Catalog:
     checked_through: Version
     fingerprint: str = ""
     files: Tuple[str, ...] = field(default=())
+    libraries: Tuple[Library, ...] = ()
+
+    def library(self, name: str) -> Optional[Library]:
+        for library in self.libraries:
+            if library.name == name:
+                return library
+        return None
+
+    def newest_library_version(self, name: str) -> Version:
+        """The version a library is taken at when neither config nor metadata gives one."""
+        library = self.library(name)
+        versions = [since for op in self.operations if op.library == name for case in op.cases for since, _ in case.versions]
+        if library is not None and library.checked_through:
+            versions.append(library.checked_through)
+        return max(versions, default=(0, 0))
 
     def by_id(self, op_id: str) -> Operation:
         for operation in self.operations:
@@ -256,6 +309,8 @@ class Catalog:
     def newest_version(self) -> Version:
         versions = [self.checked_through]
         for operation in self.operations:
+            if operation.kind != TORCH_KIND:
+                continue  # third-party versions are the libraries' own
             for case in operation.cases:
                 versions.extend(since for since, _ in case.versions)
         return max(versions)
@@ -265,8 +320,8 @@ class Catalog:
 
 _OP_KEYS = {
     "id", "name", "device", "phase", "dtype", "versions", "when", "remedy", "docstring", "docstring-lag",
-    "undocumented", "notes", "source", "report", "not-reported-because", "strict-only", "flag",
-    "honoured-since", "via", "form", "case",
+    "undocumented", "notes", "source", "report", "not-reported-because", "strict-only", "library",
+    "follows", "via", "form", "case",
 }
 _CASE_KEYS = {
     "id", "label", "device", "phase", "dtype", "when", "versions", "remedy", "docstring", "docstring-lag",
@@ -274,8 +329,9 @@ _CASE_KEYS = {
 }
 # Op-level keys that are defaults for its cases.
 _CASE_DEFAULT_KEYS = ("device", "phase", "dtype", "versions", "remedy", "docstring", "docstring-lag", "undocumented", "notes")
-_FORM_KEYS = {"functions", "modules", "methods", "signature", "fixed", "when", "cases"}
-_CONDITION_KINDS = {"in", "not-in", "given", "absent", "tensor", "length", "not-names"}
+_FORM_KEYS = {"functions", "modules", "methods", "signature", "fixed", "when", "cases", "receiver-from"}
+_CONDITION_KINDS = {"in", "not-in", "given", "absent", "tensor", "length", "not-names", "calls"}
+_LIBRARY_KEYS = {"distributions", "checked-through", "source", "loaders", "loaders-positional"}
 _CATALOG_KINDS = (TORCH_KIND, THIRD_PARTY_KIND)
 _PARAM_RE = re.compile(r"^([A-Za-z_]\w*)(?:=(.+))?$")
 
@@ -323,13 +379,13 @@ def _version(text: Any, where: _Where, key: str) -> Version:
         raise where.error(f"`{key}`: {text!r} is not a version like \"2.1\"") from None
 
 
-def _versions(value: Any, where: _Where) -> Tuple[Tuple[Version, str], ...]:
+def _versions(value: Any, where: _Where, statuses: Sequence[str] = STATUSES) -> Tuple[Tuple[Version, str], ...]:
     if not isinstance(value, dict) or not value:
         raise where.error("`versions` must be a non-empty table of version = status")
     result = []
     for text, status in value.items():
-        if status not in STATUSES:
-            raise where.error(f"`versions.\"{text}\"`: unknown status {status!r} (expected one of {', '.join(STATUSES)})")
+        if status not in statuses:
+            raise where.error(f"`versions.\"{text}\"`: unknown status {status!r} (expected one of {', '.join(statuses)})")
         result.append((_version(text, where, f'versions."{text}"'), status))
     result.sort()
     return tuple(result)
@@ -366,7 +422,9 @@ def _signature(value: Any, where: _Where) -> Optional[Tuple[Param, ...]]:
     params: List[Param] = []
     keyword_only = False
     for item in value:
-        if item == "*":
+        if item == "*" or re.fullmatch(r"\*[A-Za-z_]\w*", item):
+            # `*sizes` (as `resize_(*sizes)` takes them) ends the positional parameters too;
+            # extra positional arguments then fit (`Form.var_positional`).
             keyword_only = True
             continue
         match = _PARAM_RE.match(item.strip())
@@ -400,14 +458,14 @@ def _case(table: Mapping[str, Any], defaults: Mapping[str, Any], op_when: Tuple[
     _check_keys(table, _CASE_KEYS, where, f"case #{index + 1}")
     merged = {**{k: v for k, v in defaults.items() if k in _CASE_DEFAULT_KEYS}, **table}
     case_id = _string(merged, "id", where, default="main")
-    if kind == TORCH_KIND:
-        if "versions" not in merged:
-            raise where.error(f"case {case_id!r}: `versions` is required")
-        versions = _versions(merged["versions"], where)
-    else:
+    if "follows" in defaults:
         if "versions" in merged:
-            raise where.error("a third-party entry has `flag` instead of `versions`")
-        versions = ()
+            raise where.error("an entry that `follows` a torch operation takes its `versions` from it")
+        versions: Tuple[Tuple[Version, str], ...] = ()  # filled in from the followed operation at load
+    elif "versions" not in merged:
+        raise where.error(f"case {case_id!r}: `versions` is required")
+    else:
+        versions = _versions(merged["versions"], where, STATUSES if kind == TORCH_KIND else THIRD_PARTY_STATUSES)
     return Case(
         id=case_id,
         label=_string(merged, "label", where, default=""),
@@ -436,6 +494,9 @@ def _form(table: Mapping[str, Any], where: _Where, case_ids: Sequence[str]) -> F
     fixed = table.get("fixed", {})
     if not isinstance(fixed, dict):
         raise where.error("`fixed` must be a table of parameter = value")
+    receiver_from = _strings(table, "receiver-from", where)
+    if receiver_from and not methods:
+        raise where.error("`receiver-from` applies to `methods` forms only")
     cases = table.get("cases")
     if cases is not None:
         cases = _strings(table, "cases", where)
@@ -447,9 +508,11 @@ def _form(table: Mapping[str, Any], where: _Where, case_ids: Sequence[str]) -> F
         modules=modules,
         methods=methods,
         params=_signature(table.get("signature"), where),
+        var_positional=any(re.fullmatch(r"\*[A-Za-z_]\w*", item) for item in table.get("signature") or () if isinstance(item, str)),
         fixed=tuple((k, _normal(v)) for k, v in fixed.items()),
         when=_conditions(table.get("when"), where),
         cases=cases,
+        receiver_from=receiver_from,
     )
 
 
@@ -483,16 +546,15 @@ def _operation(table: Mapping[str, Any], kind: str, file: str) -> Operation:
     strict_only = table.get("strict-only", False)
     if not isinstance(strict_only, bool):
         raise where.error("`strict-only` must be true or false")
-    flag = _string(table, "flag", where, default="")
-    honoured_since = None
+    library = _string(table, "library", where, default="")
+    follows = _string(table, "follows", where, default="")
     if kind == THIRD_PARTY_KIND:
-        if flag not in (FLAG_IGNORED, FLAG_HONOURED):
-            raise where.error(f"`flag` must be {FLAG_IGNORED!r} or {FLAG_HONOURED!r} in a third-party catalog")
-        if flag == FLAG_HONOURED:
-            honoured_since = _version(table.get("honoured-since"), where, "honoured-since")
+        if bool(library) == bool(follows):
+            raise where.error("a third-party entry needs either `library` (its `versions` are the library's) or `follows` (a torch operation's id)")
+        if follows:
             _string(table, "via", where)
-    elif flag or "honoured-since" in table or "via" in table:
-        raise where.error("`flag`, `honoured-since` and `via` belong to third-party catalogs")
+    elif library or follows or "via" in table:
+        raise where.error("`library`, `follows` and `via` belong to third-party catalogs")
     if report:
         for form in forms:
             if form.methods and form.params is None:
@@ -508,8 +570,8 @@ def _operation(table: Mapping[str, Any], kind: str, file: str) -> Operation:
         report=report,
         not_reported_because=not_reported_because,
         strict_only=strict_only,
-        flag=flag,
-        honoured_since=honoured_since,
+        library=library,
+        follows=follows,
         via=_string(table, "via", where, default=""),
         notes=_string(table, "notes", where, default=""),
         source=_string(table, "source", where),
@@ -530,22 +592,65 @@ def _check_params(forms: Sequence[Form], cases: Sequence[Case], where: _Where) -
             raise where.error(f"condition on `{condition.param}`, which no form's signature or `fixed` has")
 
 
-def parse_catalog_file(data: Mapping[str, Any], file: str) -> Optional[Tuple[str, Optional[Version], Tuple[Operation, ...]]]:
-    """(kind, checked-through, operations) of one TOML document, or None when it is no op catalog."""
+def _libraries(value: Any, where: _Where) -> Tuple[Library, ...]:
+    if not isinstance(value, dict):
+        raise where.error("`library` must be a table of [library.<import name>] tables")
+    result = []
+    for name, table in value.items():
+        if not isinstance(table, dict):
+            raise where.error(f"`library.{name}` must be a table")
+        _check_keys(table, _LIBRARY_KEYS, where, f"[library.{name}]")
+        distributions = _strings(table, "distributions", where) or (name, name.replace("_", "-"))
+        checked = _version(table["checked-through"], where, f"library.{name}.checked-through") if "checked-through" in table else None
+        result.append(
+            Library(
+                name,
+                tuple(dict.fromkeys(distributions)),
+                checked,
+                where.file,
+                loaders=_strings(table, "loaders", where),
+                loaders_positional=_strings(table, "loaders-positional", where),
+            )
+        )
+    return tuple(result)
+
+
+def parse_catalog_file(data: Mapping[str, Any], file: str) -> Optional[Tuple[str, Optional[Version], Tuple[Operation, ...], Tuple[Library, ...]]]:
+    """(kind, checked-through, operations, libraries) of one TOML document, or None when it is no op catalog."""
     header = data.get("catalog")
     if not isinstance(header, dict) or header.get("kind") not in _CATALOG_KINDS:
         return None  # another data file in rules/ (seeding helpers, ...)
     where = _Where(file)
     _check_keys(header, {"kind", "checked-through"}, where, "[catalog]")
-    _check_keys(data, {"catalog", "op"}, where, "the file")
     kind = header["kind"]
+    _check_keys(data, {"catalog", "op", "library"} if kind == THIRD_PARTY_KIND else {"catalog", "op"}, where, "the file")
     checked = _version(header["checked-through"], where, "checked-through") if "checked-through" in header else None
     operations = tuple(_operation(table, kind, file) for table in data.get("op", []))
-    return kind, checked, operations
+    libraries = _libraries(data.get("library", {}), where)
+    known = {library.name for library in libraries}
+    for operation in operations:
+        if operation.library and operation.library not in known:
+            raise _Where(file, operation.id).error(f"`library = {operation.library!r}` has no [library.{operation.library}] table in this file")
+    return kind, checked, operations, libraries
+
+
+def _follow(operation: Operation, by_id: Mapping[str, Operation]) -> Operation:
+    """A third-party entry that `follows` a torch operation ("op" or "op/case") behaves as it does."""
+    op_id, _, case_id = operation.follows.partition("/")
+    followed = by_id.get(op_id)
+    where = _Where(operation.file, operation.id)
+    if followed is None or followed.kind != TORCH_KIND:
+        raise where.error(f"`follows = {operation.follows!r}`: no torch operation with that id")
+    try:
+        case = followed.case(case_id) if case_id else followed.cases[0]
+    except KeyError:
+        raise where.error(f"`follows = {operation.follows!r}`: {op_id!r} has no case {case_id!r}") from None
+    return replace(operation, cases=tuple(replace(own, versions=case.versions) for own in operation.cases))
 
 
 def load_catalog_files(paths: Sequence[Path]) -> Catalog:
     operations: List[Operation] = []
+    libraries: List[Library] = []
     checked: List[Version] = []
     digest = hashlib.sha256()
     files = []
@@ -562,18 +667,23 @@ def load_catalog_files(paths: Sequence[Path]) -> Catalog:
             continue
         digest.update(path.name.encode() + b"\0" + raw)
         files.append(path.name)
-        _, checked_through, entries = parsed
-        if checked_through:
+        kind, checked_through, entries, described = parsed
+        if checked_through and kind == TORCH_KIND:
             checked.append(checked_through)
         operations.extend(entries)
-    seen: Dict[str, str] = {}
+        for library in described:
+            if any(other.name == library.name for other in libraries):
+                raise CatalogError(f"{path.name}: [library.{library.name}] is also described in another file")
+            libraries.append(library)
+    seen: Dict[str, Operation] = {}
     for operation in operations:
         if operation.id in seen:
-            raise CatalogError(f"{operation.file}: op {operation.id!r} is also defined in {seen[operation.id]}")
-        seen[operation.id] = operation.file
+            raise CatalogError(f"{operation.file}: op {operation.id!r} is also defined in {seen[operation.id].file}")
+        seen[operation.id] = operation
+    operations = [_follow(op, seen) if op.follows else op for op in operations]
     if not operations:
         raise CatalogError(f"no operation catalog found among {', '.join(p.name for p in paths) or 'no files'}")
-    return Catalog(tuple(operations), max(checked) if checked else (0, 0), digest.hexdigest()[:16], tuple(files))
+    return Catalog(tuple(operations), max(checked) if checked else (0, 0), digest.hexdigest()[:16], tuple(files), tuple(libraries))
 
 
 @lru_cache(maxsize=1)

@@ -18,6 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from torchdet_lint.catalog import Catalog, load_catalog
 from torchdet_lint.checks import all_rules
 from torchdet_lint.settings import ALL_PROFILES, Settings
 
@@ -37,6 +38,18 @@ def _string_list(key: str, value: Any, where: Path) -> Tuple[str, ...]:
 
 def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _library_versions(value: Any, where: Path) -> Tuple[Tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: `library-versions` must be a table of library = \"version\", got {_describe(value)}")
+    known = sorted(library.name for library in load_catalog().libraries)
+    for name, version in value.items():
+        if name not in known:
+            raise ConfigError(f"{where}: `library-versions.{name}`: the catalog describes no library {name!r} (known: {', '.join(known)})")
+        if not isinstance(version, str) or not _VERSION_RE.match(version):
+            raise ConfigError(f"{where}: `library-versions.{name}` must be a version string like \"0.18\", got {_describe(version)}")
+    return tuple(sorted(value.items()))
 
 
 def _parse_table(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
@@ -60,6 +73,8 @@ def _parse_table(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
             if not isinstance(value, str) or not _VERSION_RE.match(value):
                 raise ConfigError(f"{where}: `torch-version` must be a version string like \"2.3\", got {_describe(value)}")
             parsed["torch_version"] = value
+        elif key == "library-versions":
+            parsed["library_versions"] = _library_versions(value, where)
         elif key == "seed":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{where}: `seed` must be a non-negative integer, got {_describe(value)}")
@@ -167,37 +182,72 @@ def parse_version(text: str) -> Tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def installed_torch_version() -> Optional[Tuple[int, int]]:
-    """The installed torch's version from its package metadata; torch itself is never imported.
+def _normal_distribution(name: str) -> str:
+    """PEP 503 normalisation, with `_` as wheels spell it in `.dist-info` directory names."""
+    return re.sub(r"[-_.]+", "_", name).lower()
 
-    Reads the `Version:` line of the first `torch-*.dist-info/METADATA` on
-    `sys.path` (what `import torch` would find), which is much faster than
-    importing `importlib.metadata`.
-    """
+
+def installed_metadata() -> Dict[str, str]:
+    """Normalised distribution name -> its METADATA (PKG-INFO) file, the first on `sys.path`
+    (what an import would find); one listing of each path entry serves every package.
+    Not cached: a long-lived editor session sees a package upgrade on its next run."""
+    found: Dict[str, str] = {}
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
         except OSError:
             continue
         for name in names:
-            if name.startswith("torch-") and name.endswith((".dist-info", ".egg-info")):
-                metadata = os.path.join(entry or ".", name, "METADATA" if name.endswith(".dist-info") else "PKG-INFO")
-                try:
-                    with open(metadata, encoding="utf-8", errors="replace") as handle:
-                        for line in handle:
-                            if line.startswith("Version:"):
-                                return parse_version(line.split(":", 1)[1].strip())
-                            if not line.strip():
-                                break
-                except (OSError, ValueError):
-                    continue
+            if name.endswith((".dist-info", ".egg-info")):
+                distribution = _normal_distribution(name.rsplit(".", 1)[0].split("-", 1)[0])
+                metadata = "METADATA" if name.endswith(".dist-info") else "PKG-INFO"
+                found.setdefault(distribution, os.path.join(entry or ".", name, metadata))
+    return found
+
+
+def installed_version(distribution: str, metadata_files: Optional[Dict[str, str]] = None) -> Optional[Tuple[int, int]]:
+    """An installed distribution's version from its package metadata; the package itself is
+    never imported (nor `importlib.metadata`, which is much slower to load)."""
+    metadata = (installed_metadata() if metadata_files is None else metadata_files).get(_normal_distribution(distribution))
+    if metadata is None:
+        return None
+    try:
+        with open(metadata, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Version:"):
+                    return parse_version(line.split(":", 1)[1].strip())
+                if not line.strip():
+                    break
+    except (OSError, ValueError):
+        return None
     return None
+
+
+def installed_torch_version() -> Optional[Tuple[int, int]]:
+    """The installed torch's version from its package metadata; torch itself is never imported."""
+    return installed_version("torch")
 
 
 def target_torch_version(settings: Settings, newest: Tuple[int, int]) -> Tuple[int, int]:
     if settings.torch_version:
         return parse_version(settings.torch_version)
     return installed_torch_version() or newest
+
+
+def target_library_versions(settings: Settings, catalog: Catalog) -> Tuple[Tuple[str, Tuple[int, int]], ...]:
+    """Each catalog library's target version: config `library-versions`, else the installed
+    package's metadata (any of its distribution names), else the newest version the catalog knows."""
+    configured = dict(settings.library_versions)
+    metadata_files = installed_metadata() if len(configured) < len(catalog.libraries) else {}
+    result = []
+    for library in catalog.libraries:
+        if library.name in configured:
+            version = parse_version(configured[library.name])
+        else:
+            installed = (installed_version(d, metadata_files) for d in library.distributions)
+            version = next((v for v in installed if v is not None), None) or catalog.newest_library_version(library.name)
+        result.append((library.name, version))
+    return tuple(result)
 
 
 # -- rule selection -----------------------------------------------------------------

@@ -38,6 +38,7 @@ class FileContext:
         module: cst.Module,
         settings: Settings,
         torch_version: Tuple[int, int],
+        library_versions: Optional[Dict[str, Tuple[int, int]]] = None,
         module_name: Optional[str] = None,
         is_package: bool = False,
         first_party: frozenset = frozenset(),
@@ -47,6 +48,7 @@ class FileContext:
         self.module = module
         self.settings = settings
         self.torch_version = torch_version
+        self.library_versions = library_versions or {}
         self.module_name = module_name
         self.first_party = first_party
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)

@@ -6,6 +6,7 @@ traversal; a file that cannot be parsed is one TDL000 diagnostic.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import re
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from torchdet_lint.catalog import load_catalog
 from torchdet_lint.checks import file_rule_classes
 from torchdet_lint.context import FileContext
 from torchdet_lint.diagnostics import Diagnostic, error_diagnostic
@@ -38,14 +40,19 @@ RELEVANT_WORDS = (
     "transformers",
     "accelerate",
     "PYTHONHASHSEED",
-    "flash_attn",
     "mmengine",
-    "detectron2",
     "CUBLAS",
     "seed",
     "Dataset",
 )
-_RELEVANT_RE = re.compile("|".join(re.escape(word) for word in RELEVANT_WORDS))
+
+
+@functools.lru_cache(maxsize=1)
+def _relevant_re() -> "re.Pattern[str]":
+    """The words above and every library of the third-party catalog (a file that only
+    imports `mmcv.ops` can hold a TDL203 finding): a new library needs no code here."""
+    libraries = tuple(library.name for library in load_catalog().libraries)
+    return re.compile("|".join(re.escape(word) for word in RELEVANT_WORDS + libraries))
 # LibCST needs about 700 bytes of memory per byte of source (7 GB for a 10 MB
 # file): past this size a file is generated code in practice, and parsing it
 # could exhaust the machine. torch's largest source file is 1.4 MB.
@@ -74,6 +81,8 @@ class RunOptions:
     selected: frozenset
     torch_version: Tuple[int, int]
     first_party: frozenset = frozenset()
+    # Each catalog library's target version (config, else installed metadata, else newest known).
+    library_versions: Tuple[Tuple[str, Tuple[int, int]], ...] = ()
 
 
 # Deep nesting crashes LibCST's native parser (a stack overflow kills the
@@ -176,7 +185,7 @@ def check_text(
             )
         )
         return result
-    if not _RELEVANT_RE.search(text):
+    if not _relevant_re().search(text):
         result.summary = empty_summary(display, module_name, text)
         return result
     with cyclic_gc_paused():
@@ -209,6 +218,7 @@ def _check_parsed(
         module,
         options.settings,
         options.torch_version,
+        library_versions=dict(options.library_versions),
         module_name=module_name,
         is_package=is_package,
         first_party=options.first_party,

@@ -12,6 +12,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchdet_lint.catalog import (
+    TORCH_KIND,
+    Calls,
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
     NOT_LITERAL,
@@ -51,8 +53,8 @@ class OperationMatch:
     remedy: str
     strict_only: bool = False  # TDL202 reports it in profile strict only
     third_party: bool = False
-    honoured_since: Optional[Tuple[int, int]] = None  # third party through a torch op the flag fixes
-    via: str = ""
+    version: str = ""  # the version the behaviour is read at: "torch 2.13", "torchvision 0.18"
+    via: str = ""  # a third-party function that behaves as this torch operation does
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,12 @@ class _Entry:
     form: Form
     as_method: bool  # arguments exclude the tensor the method is called on
     as_module: bool = False  # a module's constructor: where it runs (autograd, device) is not seen here
+    call_params: frozenset = frozenset()  # parameters a `calls` condition reads
+
+
+def _call_params(operation: Operation, form: Form) -> frozenset:
+    conditions = list(form.when) + [c for case in operation.cases for c in case.when]
+    return frozenset(c.param for c in conditions if c.kind == "calls")
 
 
 class _Index:
@@ -75,16 +83,18 @@ class _Index:
             if not operation.report:
                 continue
             for form in operation.forms:
+                calls = _call_params(operation, form)
                 for name in form.functions:
                     # `nn.Embedding.from_pretrained(...)` builds a module: it runs elsewhere.
                     builds_module = len(name.split(".")) > 2 and name.split(".")[-2][:1].isupper()
-                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False, as_module=builds_module))
+                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False, builds_module, calls))
                 for name in form.modules:
-                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False, as_module=True))
+                    self.by_qualified.setdefault(name, []).append(_Entry(operation, form, False, True, calls))
                 for name in form.methods:
-                    self.by_method.setdefault(name, []).append(_Entry(operation, form, True))
-                    # `torch.Tensor.index_add_(x, ...)`: the method called as a function
-                    self.by_qualified.setdefault("torch.Tensor." + name, []).append(_Entry(operation, form, False))
+                    self.by_method.setdefault(name, []).append(_Entry(operation, form, True, False, calls))
+                    if operation.kind == TORCH_KIND:
+                        # `torch.Tensor.index_add_(x, ...)`: the method called as a function
+                        self.by_qualified.setdefault("torch.Tensor." + name, []).append(_Entry(operation, form, False, False, calls))
         self.segments = frozenset(name.rsplit(".", 1)[-1] for name in self.by_qualified) | frozenset(self.by_method)
 
 
@@ -124,6 +134,34 @@ def _argument_value(node: cst.BaseExpression, context) -> Any:
     return value
 
 
+def _called_names(node: cst.BaseExpression, context) -> Any:
+    """The functions an argument visibly calls (`fn.sum("m", "h")`, calls inside a dict or
+    tuple literal), else its literal value."""
+    value = literal(node)
+    if value is not NOT_LITERAL:
+        return value
+    names = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            name = context.call_name(current)
+            if name:
+                names.add(name)
+        stack.extend(child for child in current.children if isinstance(child, cst.CSTNode))
+    return Calls(frozenset(names))
+
+
+def _receiver_from(entry: _Entry, call: cst.Call, context) -> bool:
+    """Whether a method's receiver visibly comes from one of the form's `receiver-from`
+    functions: called right there, or a name bound to such a call in this function."""
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if isinstance(receiver, cst.Name):
+        values = context.scopes.values(receiver.value)
+        receiver = values[0] if len(values) == 1 else None
+    return isinstance(receiver, cst.Call) and context.call_name(receiver) in entry.form.receiver_from
+
+
 def _parameter_values(entry: _Entry, call: cst.Call, context) -> Dict[str, Any]:
     """Each signature parameter's value at this call: the argument (literal,
     Symbol or NOT_LITERAL), else the form's fixed value, else the default."""
@@ -142,7 +180,10 @@ def _parameter_values(entry: _Entry, call: cst.Call, context) -> Dict[str, Any]:
         if not param.keyword_only:
             position += 1
         if arg is not None:
-            values[param.name] = _argument_value(arg.value, context)
+            if param.name in entry.call_params:
+                values[param.name] = _called_names(arg.value, context)
+            else:
+                values[param.name] = _argument_value(arg.value, context)
         elif param.default is REQUIRED:
             values[param.name] = None  # given some other way (`value=` instead of `src`)
         elif param.default is OPAQUE_DEFAULT:
@@ -172,7 +213,7 @@ def _fits_method(form: Form, call: cst.Call) -> bool:
             return False
         else:
             given_keywords.add(arg.keyword.value)
-    if not star and given_positional > len(positional):
+    if not star and not form.var_positional and given_positional > len(positional):
         return False
     if star or star_kwargs:
         return True
@@ -217,7 +258,7 @@ def _candidates(context, call: cst.Call, index: _Index) -> List[_Entry]:
 
 def _display_name(call: cst.Call, entry: _Entry, context) -> str:
     func = call.func
-    if entry.as_method and isinstance(func, cst.Attribute):
+    if entry.as_method and isinstance(func, cst.Attribute) and entry.operation.kind == TORCH_KIND:
         return "Tensor." + func.attr.value
     spelled = dotted_name(func)
     if spelled and len(spelled) <= 48:
@@ -291,6 +332,8 @@ def _possible(case: Case, no_grad: bool, on_cpu: bool) -> bool:
 def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = False) -> Optional[OperationMatch]:
     operation = entry.operation
     form = entry.form
+    if form.receiver_from and not (entry.as_method and _receiver_from(entry, call, context)):
+        return None
     values = _parameter_values(entry, call, context)
     if entry.as_method and _implausible_dim(values.get("dim")):
         return None  # `history.median(20)`: another API's window, not a tensor dimension
@@ -301,7 +344,8 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
     if not entry.as_module:
         no_grad, on_cpu = _tensor_states(entry, call, context)
         no_grad = no_grad or assume_no_grad or context.scopes.grad_disabled
-    version = context.torch_version
+    torch_version = context.torch_version
+    library_versions = context.library_versions
     best: Optional[Tuple[int, int, Case, str]] = None
     maybe_labels: List[str] = []
     for case in operation.cases:
@@ -312,7 +356,7 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
         truth = min(form_truth, evaluate_all(case.when, values))
         if truth is Truth.NO:
             continue
-        status = operation.status_at(case, version)
+        status = operation.status_at(case, torch_version, library_versions)
         if status not in _SEVERITY:
             continue
         if truth is Truth.MAYBE and case.label:
@@ -327,7 +371,9 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
     label = case.label
     if not certain:
         # Name every case of the worst behaviour a non-literal argument could select.
-        same = [c.label for c in operation.cases if c.label in maybe_labels and operation.status_at(c, version) == status]
+        same = [
+            c.label for c in operation.cases if c.label in maybe_labels and operation.status_at(c, torch_version, library_versions) == status
+        ]
         label = " or ".join(dict.fromkeys(same)) or label
     condition = case.condition_text() + (f", {label}" if label else "")
     return OperationMatch(
@@ -342,9 +388,16 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
         remedy=case.remedy,
         strict_only=operation.strict_only,
         third_party=operation.kind == THIRD_PARTY_KIND,
-        honoured_since=operation.honoured_since,
+        version=_version_phrase(operation, context),
         via=operation.via,
     )
+
+
+def _version_phrase(operation: Operation, context) -> str:
+    if operation.library:
+        version = context.library_versions.get(operation.library)
+        return f"{operation.library} {'%d.%d' % version}" if version else operation.library
+    return f"torch {context.version_text()}"
 
 
 class _Matcher:
@@ -398,6 +451,6 @@ def match_operations(
     return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior != IGNORES_FLAG]
 
 
-def match_third_party(context, call: cst.Call, catalog: Optional[Catalog] = None) -> List[OperationMatch]:
-    """The third-party kernels (TDL203) a call performs."""
-    return [m for m in _all_matches(context, call, catalog) if m.third_party]
+def match_third_party(context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False) -> List[OperationMatch]:
+    """The third-party kernels that ignore the flag (TDL203) a call performs."""
+    return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior == IGNORES_FLAG]

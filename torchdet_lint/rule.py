@@ -72,8 +72,15 @@ class BaseRule:
 
     @classmethod
     def documentation(cls) -> str:
-        """The rule's Markdown documentation: its cleaned docstring."""
-        return inspect.cleandoc(cls.__doc__ or "")
+        """The rule's Markdown documentation: its cleaned docstring, and what it generates
+        from its data (a catalog table) after it."""
+        generated = cls.generated_documentation()
+        return inspect.cleandoc(cls.__doc__ or "") + ("\n\n" + generated if generated else "")
+
+    @classmethod
+    def generated_documentation(cls) -> str:
+        """Markdown a rule renders from its data files, so its docs cannot drift from them."""
+        return ""
 
     @classmethod
     def doc_section(cls, title: str) -> str:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.cache import Cache, SummaryIndex, content_digest, summary_fingerprint
-from torchdet_lint.catalog import newest_version
-from torchdet_lint.config import Settings, selected_codes, target_torch_version
+from torchdet_lint.catalog import load_catalog, newest_version
+from torchdet_lint.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.diagnostics import Diagnostic, error_diagnostic, sort_diagnostics
 from torchdet_lint.discovery import SourceFile
 from torchdet_lint.engine import FileResult, RunOptions, lint_python
@@ -63,6 +63,7 @@ def make_options(settings: Settings, first_party: frozenset = frozenset(), extra
         selected=selected_codes(settings) | extra_codes,
         torch_version=target_torch_version(settings, newest_version()),
         first_party=first_party,
+        library_versions=target_library_versions(settings, load_catalog()),
     )
 
 

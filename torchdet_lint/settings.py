@@ -22,6 +22,7 @@ class Settings:
     extend_exclude: Tuple[str, ...] = ()
     profile: str = DEFAULT_PROFILE
     torch_version: Optional[str] = None
+    library_versions: Tuple[Tuple[str, str], ...] = ()  # config `library-versions`: (import name, "0.18")
     seed: int = 0
     seed_functions: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     entry_points: Tuple[str, ...] = ()

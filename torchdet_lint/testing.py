@@ -20,6 +20,7 @@ _KEYS = {
     "extend-select": "extend_select",
     "profile": "profile",
     "torch-version": "torch_version",
+    "library-versions": "library_versions",
     "seed": "seed",
     "assume-deterministic-mode": "assume_deterministic_mode",
     "entry-points": "entry_points",
@@ -35,6 +36,8 @@ def settings_from(config: Dict[str, object], root: Path, select: Optional[Sequen
             value = tuple(value)
         if attribute == "seed_functions":
             value = tuple((k, tuple(v)) for k, v in value.items())
+        if attribute == "library_versions":
+            value = tuple(sorted(value.items()))
         values[attribute] = value
     if select is not None and "select" not in values:
         values["select"] = tuple(select)

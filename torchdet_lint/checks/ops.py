@@ -11,10 +11,15 @@ from typing import Any, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from torchdet_lint.catalog import (
+    DETERMINISTIC,
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
     NOT_LITERAL,
+    THIRD_PARTY_KIND,
+    Catalog,
+    Operation,
     RAISES,
+    load_catalog,
     version_text,
 )
 from torchdet_lint.diagnostics import SILENCED_BY_FLAG
@@ -109,6 +114,19 @@ class _AutogradAware(Rule):
         return found
 
 
+class _ReportedWhereCalled(_AutogradAware):
+    """Reports each call the flag cannot help, once its gradient question is decided."""
+
+    def visit_Call(self, node: cst.Call) -> None:
+        message = self.consider(node)
+        if message is not None:
+            self.report(node, message)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node, message in self.decided():
+            self.report(node, message)
+
+
 class _FlagAware(_AutogradAware):
     """Buffers diagnostics that an enabled flag anywhere in the file silences."""
 
@@ -131,16 +149,88 @@ class _FlagAware(_AutogradAware):
         self.pending = []
 
 
+_STATUS_CODES = {IGNORES_FLAG: "TDL203", RAISES: "TDL202", DETERMINISTIC_ALTERNATIVE: "TDL201", DETERMINISTIC: "silent"}
+
+
+def _behaviour(operation: Operation) -> str:
+    """`<= 0.15: TDL203; >= 0.16: TDL202`, or how a follower of a torch operation behaves."""
+    versions = operation.cases[0].versions
+    steps = []
+    for index, (since, status) in enumerate(versions):
+        code = _STATUS_CODES.get(status, "silent")
+        if index + 1 < len(versions):
+            until = versions[index + 1][0]
+            bound = f"< {version_text(until)}" if index == 0 else f"{version_text(since)} to < {version_text(until)}"
+        else:
+            bound = f">= {version_text(since)}" if index else "all versions"
+        steps.append(f"{bound}: {code}")
+    if operation.follows:
+        return f"as `{operation.via}` at the target torch (" + "; ".join(steps) + ")"
+    return f"{operation.library}: " + "; ".join(steps)
+
+
+def _condition_text(conditions) -> str:
+    """` (reduce="mul"/"min")`: the argument conditions of a form, for the table."""
+    parts = []
+    for condition in conditions:
+        values = "/".join(repr(v).replace("'", '"') if not isinstance(v, bool) else str(v) for v in condition.values)
+        if condition.kind == "in":
+            parts.append(f"{condition.param}={values}")
+        elif condition.kind == "not-in":
+            parts.append(f"{condition.param} not {values}")
+        elif condition.kind == "given":
+            parts.append(f"with {condition.param}")
+        elif condition.kind == "calls":
+            parts.append(f"{condition.param}=" + "/".join(v.rsplit(".", 1)[-1] + "(...)" for v in condition.values[:1]))
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def third_party_table(catalog: Catalog) -> str:
+    """The libraries and versions the catalog covers, one row per entry (`rules/third_party.toml`)."""
+    lines = [
+        "## Libraries covered",
+        "",
+        "Generated from `rules/third_party.toml`; the library version is config `library-versions`, "
+        "else the installed package's metadata, else the newest version checked (below).",
+        "",
+        "| API | behaviour by version | way out | source |",
+        "|---|---|---|---|",
+    ]
+    for operation in catalog.operations:
+        if operation.kind != THIRD_PARTY_KIND or not operation.report:
+            continue
+        names = []
+        for form in operation.forms:
+            condition = _condition_text(form.when + operation.cases[0].when)
+            for name in (*form.functions, *form.modules, *(f".{m}()" for m in form.methods)):
+                short = name if name.startswith(".") else ".".join(name.split(".")[:1] + name.split(".")[-1:])
+                short += condition
+                if short not in names:
+                    names.append(short)
+        api = ", ".join(f"`{n}`" for n in names[:12]) + (", ..." if len(names) > 12 else "")
+        lines.append(f"| {api} | {_cell(_behaviour(operation))} | {_cell(operation.cases[0].remedy)} | {_cell(operation.source)} |")
+    checked = ", ".join(
+        f"{library.name} {version_text(library.checked_through)}" for library in catalog.libraries if library.checked_through
+    )
+    lines += ["", f"Newest versions checked: {checked}."]
+    return "\n".join(lines)
+
+
 def _quoted(name: str) -> str:
     return f"`{name}`"
 
 
-def _deterministic_message(match: OperationMatch, version: str) -> str:
+def _deterministic_message(match: OperationMatch) -> str:
     may = "" if match.certain else " (if the argument selects it)"
-    return (
-        f"{_quoted(match.name)} is nondeterministic ({match.condition}){may}; torch {version} has a deterministic "
-        f"implementation that {_FLAG_CALL} selects, and nothing in this file enables it"
-    )
+    if match.via:
+        selects = f"it sums through `{match.via}`, which {match.version} makes deterministic under {_FLAG_CALL}"
+    else:
+        selects = f"{match.version} has a deterministic implementation that {_FLAG_CALL} selects"
+    return f"{_quoted(match.name)} is nondeterministic ({match.condition}){may}; {selects}, and nothing in this file enables it"
 
 
 class NondeterministicOp(_FlagAware):
@@ -197,7 +287,11 @@ class NondeterministicOp(_FlagAware):
     name, only in files that import torch, only when the arguments fit the
     Tensor method (`df.median()` and `queue.put(item, block=False)` do not),
     and never on `self`/`cls`; `x.put(...)` without the underscore is left
-    out because caches and queues use that name. Another API with a Tensor
+    out unless its `accumulate` argument is written, because caches and
+    queues use that name. Third-party functions the flag makes deterministic
+    are reported too (torchvision 0.16+ `roi_align` and its detectron2/mmcv
+    wrappers, `torch_scatter`/PyG sums over `Tensor.scatter_add_`: see
+    TDL203's table), with the library version. Another API with a Tensor
     method's name and argument shape is still taken for it (a process
     group's `group.scatter(outputs, inputs, opts)`): use `# noqa: TDL201`. Subscripts with tensor
     indices (`x[idx] = v`, the backward of `x[idx]` on the CPU) and sparse
@@ -249,13 +343,13 @@ class NondeterministicOp(_FlagAware):
             self.pending.append((node, message))
 
     def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
-        matches = [m for m in match_operations(self.context, node, assume_no_grad=assume_no_grad) if not m.third_party]
+        matches = match_operations(self.context, node, assume_no_grad=assume_no_grad)
         if not matches or any(m.behavior == RAISES for m in matches):
             return None
-        return _deterministic_message(matches[0], self.context.version_text())
+        return _deterministic_message(matches[0])
 
 
-class OpWithoutDeterministicImplementation(_AutogradAware):
+class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     """
     ## Why is this bad?
     The operation has no deterministic implementation at the target torch
@@ -291,11 +385,22 @@ class OpWithoutDeterministicImplementation(_AutogradAware):
     worst case at that version; convolutions with
     `padding_mode="reflect"` pad the same way.
 
+    Autograd phase (RULES.md, "Decisions from real repositories"): a
+    backward-only kernel is not reported where no gradient can flow: inside
+    `torch.no_grad()`, `inference_mode()`, `set_grad_enabled(False)`, in a
+    function decorated with them or only ever called from such code, and
+    on a tensor visibly without gradient (`torch.from_numpy(...)`,
+    `.detach()`, `torch.tensor(...)` without `requires_grad=True`); a tensor
+    visibly on the CPU rules out CUDA-only kernels. A method whose receiver
+    is visibly not a tensor (bound from a non-torch class or a NumPy call,
+    or annotated with another type) is not matched.
+
     ## Known problems
     Static analysis does not know the device, dtype, rank or whether a
-    backward pass runs: the device is assumed to be CUDA (the worst case: a
+    backward pass runs beyond what is visible in the function: an unknown
+    device is assumed to be CUDA (the worst case: a
     `put_(..., accumulate=True)` raises there), and backward-only kernels
-    are reported in inference code too. Tensor methods are matched by name
+    in inference code are reported unless the code shows it. Tensor methods are matched by name
     in files that import torch, when their arguments fit the Tensor method.
 
     The cross-entropy and NLL losses (`nn.CrossEntropyLoss`, `nn.NLLLoss`,
@@ -306,7 +411,15 @@ class OpWithoutDeterministicImplementation(_AutogradAware):
     They still count as catalog operations for TDL302. cuBLAS matrix
     products are never reported here: before torch 2.10 they need
     `CUBLAS_WORKSPACE_CONFIG`, which TDL303 covers. Quantized `resize_`
-    raises too, but quantized tensors are not visible statically.
+    raises too: it is reported where the tensor visibly comes from
+    `torch.quantize_per_tensor`/`quantize_per_channel` in the same function,
+    since other quantized tensors are not visible statically. The
+    out-of-place `x.put(...)` is matched only with `accumulate` written
+    (`cache.put(key, value)` looks the same).
+
+    Third-party kernels that raise under the flag at the library's target
+    version (torchvision 0.16+ RoI pooling and deformable convolution, see
+    TDL203's table) are reported here, with the library version.
 
     ## Options
     `torch-version`; `profile = "strict"` adds the losses.
@@ -331,27 +444,19 @@ class OpWithoutDeterministicImplementation(_AutogradAware):
         "import torch\n\ndef count(x):\n    return torch.bincount(x)\n",
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        message = self.consider(node)
-        if message is not None:
-            self.report(node, message)
-
-    def leave_Module(self, original_node: cst.Module) -> None:
-        for node, message in self.decided():
-            self.report(node, message)
-
     def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
         raising = [
             m
             for m in match_operations(self.context, node, assume_no_grad=assume_no_grad)
-            if m.behavior == RAISES and not m.third_party and (self.context.strict or not m.strict_only)
+            if m.behavior == RAISES and (self.context.strict or not m.strict_only)
         ]
         if not raising:
             return None
         first = max(raising, key=lambda m: m.certain)
         verb = "raises" if first.certain else "may raise"
+        through = f" (it sums through `{first.via}`)" if first.via else ""
         message = (
-            f"{_quoted(first.name)} {verb} under {_FLAG_CALL} in torch {self.context.version_text()}: "
+            f"{_quoted(first.name)} {verb} under {_FLAG_CALL} in {first.version}{through}: "
             f"no deterministic implementation ({first.condition}); way out: {first.remedy}, "
             f"or `warn_only=True` (which only warns and stays nondeterministic)"
         )
@@ -361,50 +466,59 @@ class OpWithoutDeterministicImplementation(_AutogradAware):
         return message
 
 
-class NondeterministicThirdPartyKernel(_FlagAware):
+class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     """
     ## Why is this bad?
-    Some libraries run their own CUDA kernels with atomic additions, whose
-    order varies from run to run, so floating-point sums differ in the last
-    bits and the differences grow through training. Two kinds are reported:
+    Much of a real project's nondeterminism comes from libraries: a
+    detector's RoI pooling, a GNN's scatter, an LLM's flash attention. Some
+    run their own CUDA kernels with atomic additions, whose order varies from
+    run to run, and never look at `torch.use_deterministic_algorithms`: the
+    floating-point sums differ in the last bits, the differences grow through
+    training, and the flag cannot help. This rule reports those kernels
+    (mmcv's and detectron2's RoI and deformable ops, `torch_scatter`'s
+    `segment_coo` and `scatter_mul`/`min`/`max`, `flash_attn` without
+    `deterministic=True`, DGL's sum message passing, torchvision's RoI ops up
+    to 0.15).
 
-    - kernels that ignore `torch.use_deterministic_algorithms`:
-      `torch_scatter.segment_coo` (and `segment_sum_coo`/`segment_mean_coo`)
-      and `scatter_mul`, and `flash_attn` functions called without
-      `deterministic=True` (their backward accumulates with atomics);
-      these are always reported, the flag cannot help;
-    - library functions that sum through torch's own `Tensor.scatter_add_`:
-      `torch_scatter.scatter` (sum and mean, and `scatter_sum`,
-      `scatter_mean`, `scatter_std`, `scatter_softmax`, ...), PyG's
-      `torch_geometric.utils.scatter` (sum and mean), `global_add_pool` and
-      `global_mean_pool` with a batch vector. They are nondeterministic on
-      CUDA unless the flag is on (from torch 1.13, where `scatter_add_`
-      became deterministic under it; before, the flag makes them raise);
-      they are reported only while nothing in the file enables the flag
-      (the same enabling calls as TDL201; `assume-deterministic-mode`
-      silences them) and count as catalog operations for TDL302.
+    The other third-party entries are reported by the rules of the torch
+    operations they behave like, at the library's target version:
+    torchvision 0.16 and newer raise under the flag in the RoI pooling and
+    deformable convolution backwards (TDL202) and switch `roi_align` to a
+    deterministic path (TDL201); `torch_scatter` and PyG sums and means are
+    wrappers over `Tensor.scatter_add_` (TDL201 from torch 1.13, TDL202
+    before). The table below lists every library, API and version.
 
-    Reductions that do not depend on order (`reduce="min"`/`"max"`) and
-    `torch_scatter.segment_csr`, which its documentation calls fully
-    deterministic, are not reported.
+    The library version is config `library-versions` (a table such as
+    `{torchvision = "0.15"}`), else the installed package's metadata (the
+    package is never imported), else the newest version checked. Messages
+    name it. `torch_scatter.segment_csr`, `nms`/`batched_nms` and
+    `flash_attn` calls with a literal `deterministic=True` are deterministic
+    and never reported.
 
     ## Known problems
-    The device is unknown: CPU runs are reported too. PyG message-passing
-    layers aggregate with the same scatter (`MessagePassing(aggr="add")`,
-    `GCNConv`, ...) but are not matched: only the functions above are.
-    A `deterministic` argument passed to `flash_attn` by position is not
-    seen. The library versions are not checked (the facts hold for
-    torch_scatter 1.x-2.1, PyG 2.x, flash_attn 2.x and 3.x).
+    The device is unknown: CPU runs are reported too. A `MessagePassing`
+    subclass's own `super().__init__(aggr="add")` is not matched (the
+    built-in layers are). A `deterministic` argument passed to `flash_attn`
+    by position is not seen. DGL's `apply_edges` reduces nothing and is not
+    listed; `update_all` is matched by method name with a visible
+    `dgl.function.sum(...)` reducer. mmdetection and detectron2 mostly build
+    these layers from config dicts (`dict(type="RoIAlign", ...)`), which
+    static analysis cannot follow: only direct constructions are seen.
 
     ## Options
-    `assume-deterministic-mode` silences the flag-honouring kind.
+    `library-versions`; `torch-version` (for the entries that follow a torch
+    operation).
 
     ## References
     - torch_scatter: <https://pytorch-scatter.readthedocs.io/> ("implemented via atomic operations on the GPU and is therefore non-deterministic")
-    - PyG `torch_geometric.utils.scatter`
+    - torchvision `roi_align` deterministic path: `torchvision/ops/roi_align.py` (0.16+)
     - flash-attention `flash_attn_func(..., deterministic=False)`
-    - The catalog: `rules/third_party.toml`
+    - The catalog: `rules/third_party.toml` (a `source` per entry)
     """
+
+    @classmethod
+    def generated_documentation(cls) -> str:
+        return third_party_table(load_catalog())
 
     code = "TDL203"
     name = "nondeterministic-third-party-kernel"
@@ -412,37 +526,19 @@ class NondeterministicThirdPartyKernel(_FlagAware):
     bad = (
         "from torch_scatter import segment_coo\n\ndef pool(x, index):\n    return segment_coo(x, index, reduce=\"sum\")\n",
         "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n",
-        "from torch_geometric.nn import global_mean_pool\n\ndef readout(x, batch):\n    return global_mean_pool(x, batch)\n",
+        "from mmcv.ops import RoIAlign\n\nroi_layer = RoIAlign(7, spatial_scale=0.25)\n",
     )
     good = (
         "from torch_scatter import segment_csr\n\ndef pool(x, ptr):\n    return segment_csr(x, ptr, reduce=\"sum\")\n",
         "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True, deterministic=True)\n",
-        "import torch\nfrom torch_geometric.nn import global_mean_pool\n\ntorch.use_deterministic_algorithms(True)\n\ndef readout(x, batch):\n    return global_mean_pool(x, batch)\n",
+        "from torchvision.ops import nms\n\ndef keep(boxes, scores):\n    return nms(boxes, scores, 0.5)\n",
+        "from mmcv.ops import RoIAlign\n\nroi_layer = RoIAlign(7, spatial_scale=0.25, use_torchvision=True)\n",
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self.note_flag(node)
-        for match in match_third_party(self.context, node):
-            if match.behavior == IGNORES_FLAG:
-                self.report(
-                    node,
-                    f"{_quoted(match.name)} {'runs' if match.certain else 'may run'} a nondeterministic CUDA kernel ({match.condition}) that "
-                    f"{_FLAG_CALL} does not cover; way out: {match.remedy}",
-                )
-            elif match.behavior == DETERMINISTIC_ALTERNATIVE:
-                self.pending.append(
-                    (
-                        node,
-                        f"{_quoted(match.name)} sums with atomic adds through `{match.via}` ({match.condition}): "
-                        f"nondeterministic unless {_FLAG_CALL} is on, and nothing in this file enables it",
-                    )
-                )
-            else:
-                since = version_text(match.honoured_since or (0, 0))
-                self.report(
-                    node,
-                    f"{_quoted(match.name)} sums with atomic adds through `{match.via}` ({match.condition}): "
-                    f"nondeterministic, and torch {self.context.version_text()} raises under {_FLAG_CALL} "
-                    f"(deterministic under the flag from torch {since})",
-                )
-            break
+    def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
+        for match in match_third_party(self.context, node, assume_no_grad=assume_no_grad):
+            return (
+                f"{_quoted(match.name)} {'runs' if match.certain else 'may run'} a nondeterministic CUDA kernel "
+                f"({match.condition}) that {_FLAG_CALL} does not cover in {match.version}; way out: {match.remedy}"
+            )
+        return None
