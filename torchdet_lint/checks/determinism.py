@@ -47,6 +47,12 @@ class DeterministicModeNotEnabled(ProjectRule):
     deterministic implementation then raise on CUDA (see TDL202), and before
     torch 2.10 cuBLAS needs `CUBLAS_WORKSPACE_CONFIG` (TDL303).
 
+    "CUDA work" excludes housekeeping that runs no kernel
+    (`torch.cuda.synchronize`, `empty_cache`, `memory_allocated`,
+    `max_memory_allocated`, `memory_reserved`, `reset_peak_memory_stats`,
+    `current_device`, `get_device_properties`, `get_device_capability`); the
+    message names the real CUDA work or catalog operation it found.
+
     ## Known problems
     Device placement through a variable (`x.to(device)`) is only seen where
     the device is built (`torch.device("cuda" if ... else "cpu")`). Config

@@ -14,9 +14,8 @@ from torchdet_lint.call_edits import with_keywords
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
     CONTAINERS,
-    DATA_LOADING,
     CONVOLUTION_RE,
-    DATALOADER,
+    DATA_LOADING,
     LAMBDA_CALLERS,
     RUNNER_METHODS,
     RUNNERS,
@@ -26,17 +25,21 @@ from torchdet_lint.model.facts import (
     facts,
     helper_covers,
     is_cuda_work,
+    is_dataloader,
     is_setup_call,
+    LIGHTNING_LOADER_HOOKS,
+    TRAINER_METHODS,
+    loader_position,
     loader_shuffles,
     mentions_cuda,
 )
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
-    REGISTRY_MEMBER,
     LAMBDA_KEY,
     MAIN_KEY,
     MAX_SITES,
     MODULE_KEY,
+    REGISTRY_MEMBER,
     ClassSummary,
     DatasetRef,
     FileSummary,
@@ -46,7 +49,7 @@ from torchdet_lint.model.summary import (
     Site,
     WorkerFunction,
 )
-from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, literal, opaque_keywords, has_star_args
+from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
 from torchdet_lint.operations import match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,6 +101,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.main_guard: Optional[cst.If] = None
         self.in_main = False
         self.loader_calls: List[Tuple[cst.Call, Optional[DatasetRef], str]] = []
+        self.trainer_loaders: Set[int] = set()  # ids of DataLoader calls handed to a Lightning Trainer
         self.function_nodes: Dict[str, cst.FunctionDef] = {}
         self.worker_init_names: Set[str] = set()
         # Local datasets: names bound in the current function -> the expression bound.
@@ -386,13 +390,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         attribute = func.attr.value if isinstance(func, cst.Attribute) else None
         # RNG draws
         kind = draw_kind(qualified, node)
-        if kind is None and qualified == DATALOADER:
+        if kind is None and is_dataloader(qualified):
             if loader_shuffles(node, self.context.call_name) and not _seeded_generator(node):
                 kind = "torch"
         if kind is None and attribute in self.facts.torch_methods and qualified is None and self.context.imports_torch:
             kind = "torch"
         if kind is not None:
-            text = f"a shuffling `{_spelling(func)}(...)`" if qualified == DATALOADER else f"`{_spelling(func)}(...)`"
+            text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(qualified) else f"`{_spelling(func)}(...)`"
             function.add_draw(kind, site(text))
             class_name = self.keys[-1][1]
             if kind == "numpy" and class_name in self.summary.classes:
@@ -434,10 +438,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 function.ops.append(site(f"`{match.name}`"))
                 break
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
-        if qualified in DATA_LOADING and len(function.loading) < MAX_SITES:
+        if (qualified in DATA_LOADING or is_dataloader(qualified)) and len(function.loading) < MAX_SITES:
             function.loading.append(site(f"`{_spelling(func)}(...)`"))
-        if qualified == DATALOADER:
-            self._loader(node)
+        if is_dataloader(qualified):
+            self._loader(node, qualified)
+        elif attribute in TRAINER_METHODS and qualified is None:
+            self._trainer_loaders(node)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self.module_rng_names:
             class_name = self.keys[-1][1]
             summary_class = self.summary.classes.get(class_name) if class_name else None
@@ -488,15 +494,27 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.cuda.append(site)
 
     # -- TDL102: DataLoaders with workers ------------------------------------------------------
-    def _loader(self, node: cst.Call) -> None:
+    def _loader(self, node: cst.Call, qualified: str) -> None:
         if opaque_keywords(node):
             return  # num_workers / worker_init_fn may be hidden in **kwargs
-        workers = arg_value(node, "num_workers", 5)
-        if workers is None or literal(workers) == 0 or arg_value(node, "worker_init_fn", 10) is not None:
+        workers = arg_value(node, "num_workers", loader_position(qualified, 5))
+        if workers is None or literal(workers) == 0 or arg_value(node, "worker_init_fn", loader_position(qualified, 10)) is not None:
             return
         dataset_expression = arg_value(node, "dataset", 0)
         reference = self._dataset(dataset_expression, [], 0) if dataset_expression is not None else None
         self.loader_calls.append((node, reference, self.key))
+
+    def _trainer_loaders(self, node: cst.Call) -> None:
+        """`trainer.fit(model, train_loader)`: the loaders handed to a Trainer, inline or
+        through a name bound once in this function (Lightning gives them a worker_init_fn
+        after `seed_everything(workers=True)`)."""
+        for arg in node.args:
+            value = arg.value
+            if isinstance(value, cst.Name):
+                bound = self.context.scopes.values(value.value)
+                value = bound[0] if len(bound) == 1 else value
+            if isinstance(value, cst.Call):
+                self.trainer_loaders.add(id(value))
 
     def _dataset(self, expression: cst.BaseExpression, wrappers: List[str], depth: int) -> Optional[DatasetRef]:
         if depth > 6:
@@ -579,7 +597,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 end_offset = context.lines.offset(end_line + 1, 0) if end_line < len(context.lines.starts) else len(context.text)
                 self.summary.worker_functions[name] = WorkerFunction(name, end_offset, indent, parameter, context.text[start:end])
         reuse = "seed_worker" if "seed_worker" in self.summary.worker_functions else next(iter(sorted(self.summary.worker_functions)), None)
-        for node, reference, _ in self.loader_calls:
+        for node, reference, key in self.loader_calls:
             line, column, end_line, end_column = context.node_range(node)
             start, end = context.node_offsets(node)
             worker_edit = None
@@ -588,8 +606,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 new = with_keywords(node, [("worker_init_fn", cst.Name(reuse or "seed_worker"))])
                 span = context.replacement_offsets(node)
                 worker_edit = (span[0], span[1], context.call_text(node, new))
+            to_trainer = id(node) in self.trainer_loaders or key.rsplit(".", 1)[-1] in LIGHTNING_LOADER_HOOKS
             self.summary.loaders.append(
-                LoaderSite(line, column + 1, end_line, end_column + 1, start, end, reference, worker_edit, reuse)
+                LoaderSite(line, column + 1, end_line, end_column + 1, start, end, reference, worker_edit, reuse, to_trainer)
             )
         for module in ("torch", "numpy", "random"):
             edit = context.import_edit(module)

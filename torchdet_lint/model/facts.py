@@ -181,6 +181,13 @@ RANDOM_SAMPLERS = frozenset(
     {"torch.utils.data.RandomSampler", "torch.utils.data.SubsetRandomSampler", "torch.utils.data.WeightedRandomSampler"}
 )
 DATALOADER = "torch.utils.data.DataLoader"
+# The LightningModule / LightningDataModule hooks whose loaders the Trainer runs, and the
+# Trainer methods that take loaders: Lightning gives those loaders a worker_init_fn after
+# `seed_everything(workers=True)` (lightning/pytorch/trainer/connectors/data_connector.py).
+LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
+TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
+# What `seed_everything(workers=True)` covers in the seeding facts (rules/seed_helpers.toml).
+SEEDS_TRAINER_WORKERS = "trainer-workers"
 # The calls the TDL1xx rules look at: what "the entry point loads data" means in the report.
 DATA_LOADING = frozenset({DATALOADER, "torch.utils.data.random_split", "torch.utils.data.DistributedSampler"}) | RANDOM_SAMPLERS
 
@@ -193,13 +200,37 @@ def _has_generator(call: cst.Call, name: str) -> bool:
     return literal(value) is not None
 
 
+@lru_cache(maxsize=1)
+def dataloader_classes() -> Dict[str, bool]:
+    """DataLoader and the third-party subclasses the catalog lists (PyG, DGL; RULES.md
+    "Third-party libraries"): qualified name -> whether DataLoader's positional
+    parameters are theirs too (otherwise only keyword arguments are read)."""
+    from torchdet_lint.catalog import load_catalog  # the catalog is data of the same layer
+
+    classes = {DATALOADER: True}
+    for library in load_catalog().libraries:
+        classes.update(dict.fromkeys(library.loaders_positional, True))
+        classes.update(dict.fromkeys(library.loaders, False))
+    return classes
+
+
+def is_dataloader(name: Optional[str]) -> bool:
+    return name is not None and name in dataloader_classes()
+
+
+def loader_position(name: Optional[str], position: int) -> Optional[int]:
+    """`position` for DataLoader's own parameters, None for a subclass with its own signature."""
+    return position if dataloader_classes().get(name or "", True) else None
+
+
 def loader_shuffles(call: cst.Call, resolve) -> Optional[str]:
     """How a DataLoader call shuffles: "shuffle", "sampler" (an inline random sampler
     without its own generator), or None. `resolve` gives qualified names."""
-    shuffle = arg_value(call, "shuffle", 2)
+    name = resolve(call)
+    shuffle = arg_value(call, "shuffle", loader_position(name, 2))
     if shuffle is not None and literal(shuffle) not in (False, None):
         return "shuffle"
-    sampler = arg_value(call, "sampler", 3)
+    sampler = arg_value(call, "sampler", loader_position(name, 3))
     if isinstance(sampler, cst.Call):
         name = resolve(sampler)
         if name in RANDOM_SAMPLERS and not _has_generator(sampler, name):

@@ -95,6 +95,7 @@ class LoaderSite:
     # The call rewritten with `worker_init_fn=<worker>` in the file's layout: (start, end, text).
     worker_edit: Optional[Tuple[int, int, str]]
     worker_function: Optional[str] = None  # an existing module-level worker function to reuse
+    to_trainer: bool = False  # built in a Lightning `*_dataloader` hook, or handed to `trainer.fit(...)`
 
 
 @dataclass

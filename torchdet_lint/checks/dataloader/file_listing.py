@@ -42,8 +42,12 @@ class UnorderedFileListing(Rule):
     Reported in files that define a `Dataset` / `IterableDataset` subclass or
     build a `torch.utils.data` / `torchvision.datasets` dataset, for listings
     not passed through `sorted(...)` (generator expressions included) and not
-    bound to a name that is later `.sort()`ed. Order-free uses (`len(...)`,
-    `set(...)`, `x in ...`) are not reported.
+    bound to a name that is later `.sort()`ed. The listing is followed through
+    names rebound in the same function (a comprehension or `filter(...)` over
+    it, `list(...)`): it counts as sorted when what it flows into reaches
+    `sorted(...)` / `.sort()`, and as order-free when it only reaches `len`,
+    `set`, `in`, `any`, `all`, `max`, `min` or `sum` (RULES.md, "Decisions
+    from real repositories"); those are not reported.
 
     ## Fix safety
     Safe: wraps the listing in `sorted(...)` (`sorted(..., key=lambda entry:

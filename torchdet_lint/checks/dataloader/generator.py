@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
-from torchdet_lint.model.facts import DATALOADER, loader_shuffles
+from torchdet_lint.model.facts import is_dataloader, loader_position, loader_shuffles
 from torchdet_lint.names import arg_value, find_arg, opaque_keywords
 from torchdet_lint.rule import FixAvailability, Rule
 
@@ -57,7 +57,7 @@ class DataLoaderWithoutGenerator(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.call_name(node) != DATALOADER or opaque_keywords(node):
+        if not is_dataloader(self.context.call_name(node)) or opaque_keywords(node):
             return
         how = loader_shuffles(node, self.context.call_name)
         if how is None or find_arg(node, "generator") is not None:
@@ -69,7 +69,7 @@ class DataLoaderWithoutGenerator(Rule):
                 generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
             )
         else:
-            sampler = arg_value(node, "sampler", 3)
+            sampler = arg_value(node, "sampler", loader_position(self.context.call_name(node), 3))
             self.report(
                 node,
                 "the random sampler of this DataLoader has no `generator=`: its order comes from the global torch RNG",

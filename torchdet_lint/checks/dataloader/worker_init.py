@@ -7,7 +7,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import merge_edits
 from torchdet_lint.diagnostics import Applicability, Diagnostic, Edit, Fix
-from torchdet_lint.model.facts import facts
+from torchdet_lint.model.facts import SEEDS_TRAINER_WORKERS, facts
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary, LoaderSite, RngAttribute
 from torchdet_lint.rule import FixAvailability, ProjectRule
@@ -35,6 +35,11 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
     reported (the workers share NumPy's global RNG state); in profile
     `strict`, every loader with workers and no `worker_init_fn=` is
     reported, as the PyTorch notes recommend.
+
+    A loader handed to a Lightning `Trainer` (built in a `*_dataloader` hook,
+    or passed to `trainer.fit`/`validate`/`test`/`predict`) is not reported
+    when an entry point calls `seed_everything(..., workers=True)`: the
+    Trainer then gives it Lightning's `pl_worker_init_function`.
 
     ## Fix safety
     Safe: adds `worker_init_fn=seed_worker` and defines `seed_worker` once per
@@ -80,10 +85,13 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
     def check(self, project: Project) -> Iterable[Diagnostic]:
         old_torch = project.torch_version < WORKER_RESEEDS_NUMPY
         strict = project.settings.profile == "strict"
+        trainer_seeds_workers = any(SEEDS_TRAINER_WORKERS in project.entry_reach(entry).covers for entry in project.entry_points)
         for display, summary in sorted(project.summaries.items()):
             if not project.is_reported(display):
                 continue
             for loader in summary.loaders:
+                if loader.to_trainer and trainer_seeds_workers:
+                    continue  # Lightning adds its worker_init_fn (seed_everything(workers=True))
                 rngs = self._rngs(project, display, loader)
                 if rngs:
                     owner, rng, dataset_class = rngs[0]

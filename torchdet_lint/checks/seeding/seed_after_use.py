@@ -7,11 +7,11 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.model.facts import (
-    DATALOADER,
     config_helpers,
     draw_kind,
     facts,
     helper_covers,
+    is_dataloader,
     loader_shuffles,
 )
 from torchdet_lint.model.summary import RNG_KINDS
@@ -125,7 +125,7 @@ class SeedAfterRngUse(Rule):
         kind = draw_kind(qualified, node)
         if kind is not None:
             return kind
-        if qualified == DATALOADER and loader_shuffles(node, self.context.call_name):
+        if is_dataloader(qualified) and loader_shuffles(node, self.context.call_name):
             return None  # the order is drawn when iterating, not here
         if qualified is None and isinstance(node.func, cst.Name) and node.func.value in self.module_classes:
             return "torch"
