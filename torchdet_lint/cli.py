@@ -169,8 +169,7 @@ def run_check(args) -> int:
             print(f"torchdet-lint: error: {message}", file=sys.stderr)
         if args.diff:
             sys.stdout.write(report.diff_text())
-            if not args.quiet and report.fixed_count:
-                print(f"Would fix {report.fixed_count} error{'s' if report.fixed_count != 1 else ''}.", file=sys.stderr)
+            _would_fix(report.fixed_count, args)
             return EXIT_ERROR if report.errors else (EXIT_FOUND if report.changed else EXIT_OK)
         if args.show_fixes and report.applied:
             print(report.applied_text(), file=sys.stderr)
@@ -192,6 +191,14 @@ def run_check(args) -> int:
     if fixed_count and args.exit_non_zero_on_fix:
         return EXIT_FOUND
     return EXIT_OK
+
+
+def _would_fix(count: int, args) -> None:
+    """The `--diff` summary, on stderr after the diff on stdout: stdout is flushed first, so a
+    terminal showing both never glues the summary to the diff's last line."""
+    sys.stdout.flush()
+    if not args.quiet and count:
+        print(f"Would fix {count} error{'s' if count != 1 else ''}.", file=sys.stderr)
 
 
 def _unsafe_fixes(args, settings_list) -> bool:
@@ -272,6 +279,14 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
         sys.stdout.write(formatter(args.output_format or "full")(diagnostics, OutputContext()))
         return EXIT_OK if args.exit_zero else EXIT_FOUND
     unsafe = _unsafe_fixes(args, [options.settings])
+    if args.diff:
+        from torchdet_lint.fixer import fix_text, unified_diff
+
+        fixed_text, _, fixed_count = fix_text(source, path, display, options, unsafe=unsafe, context=context)
+        new = decode_source(fixed_text).text
+        sys.stdout.write(unified_diff(source, new, display) if new != source.text else "")
+        _would_fix(fixed_count, args)
+        return EXIT_FOUND if new != source.text else EXIT_OK
     if args.fix:
         from torchdet_lint.fixer import fix_text
 
