@@ -24,7 +24,7 @@ NAME = "torchdet_lint"
 LAYERS = {
     "core": {
         NAME, "diagnostics", "rule", "settings", "source", "names", "data", "startup", "catalog", "operations",
-        "context", "scopes", "positions", "traversal", "_node_fields", "call_edits",
+        "context", "scopes", "positions", "traversal", "_node_fields", "call_edits", "import_placement",
     },
     "engine": {"engine", "suppressions", "notebook", "runner", "project", "fixer", "cache", "discovery", "config", "workspace"},
     "faces": {"cli", "server", "flake8_plugin", "__main__", "docs", "testing", "report"},

@@ -6,13 +6,13 @@ positioned diagnostics and text edits (positions are computed lazily).
 from __future__ import annotations
 
 import re
-import sys
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from torchdet_lint.diagnostics import Diagnostic, Edit, Fix, FixBuilder
+from torchdet_lint.import_placement import HeaderImportLine, place_import
 from torchdet_lint.names import NameResolver, dotted_name
 from torchdet_lint.positions import LocalPositions, call_with_deep_stack
 from torchdet_lint.scopes import ScopeTracker
@@ -23,11 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import ast
 
 _IMPORTS_TORCH_RE = re.compile(r"^[ \t]*(?:from[ \t]+torch\b|import[ \t][^\n#]*\btorch\b)", re.M)
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 _NOT_PARSED = object()
 # What may stand before a call that starts a statement's expression: `x = `, `x: T = `,
 # `return `, `yield `, `await `, or nothing but the indentation.
-_STATEMENT_START_RE = re.compile(r"^[ \t]*(?:(?:[\w.\[\]'\"]+(?:[ \t]*:[^=]+)?[ \t]*[-+*/@%&|^]?=[ \t]*)|return[ \t]+|yield[ \t]+|await[ \t]+)?$")
+# (Targets may be tuples, `train_set, val_set = ...`, but hold no parenthesis: `f(a, b=` is an argument.)
+_STATEMENT_START_RE = re.compile(r"^[ \t]*(?:(?:[\w.\[\]'\", *]+(?:[ \t]*:[^=]+)?[ \t]*[-+*/@%&|^]?=[ \t]*)|return[ \t]+|yield[ \t]+|await[ \t]+)?$")
 
 
 class FileContext:
@@ -280,42 +280,15 @@ class FileContext:
             line = f"from {module} import {name}" + (f" as {alias}" if alias else "")
         else:
             line = f"import {module}" + (f" as {alias}" if alias else "")
-        section = self.import_section(module)
-        imports = self._header_imports()
-        after_same = None
-        for statement in imports:
+        header = []
+        for statement in self._header_imports():
             modules = _imported_modules(statement)
-            if not modules:
-                continue
-            other_section = self.import_section(modules[0])
-            if modules[0] == "__future__":
-                continue
-            if other_section == section:
-                if _sort_key(statement, self.module) > _sort_key_of(line):
-                    start, _ = self._statement_line_start(statement)
-                    return Edit(start, start, line + self.newline)
-                after_same = statement
-            elif other_section > section:
-                if after_same is not None:
-                    break
-                start, _ = self._statement_line_start(statement)
-                return Edit(start, start, line + self.newline)
-        if after_same is not None:
-            offset = self._after_statement(after_same)
-            return Edit(offset, offset, self._eof_newline(offset) + line + self.newline)
+            if modules:
+                begin, _ = self._statement_line_start(statement)
+                is_from = isinstance(statement.body[0], cst.ImportFrom)
+                header.append(HeaderImportLine(modules[0], is_from, begin, self._after_statement(statement)))
         offset = self.after_imports_offset()
-        return Edit(offset, offset, self._eof_newline(offset) + line + self.newline)
-
-    def import_section(self, module: str) -> int:
-        top = module.split(".")[0]
-        if top == "__future__":
-            return 0
-        if top in _STDLIB:
-            return 1
-        if module.startswith(".") or top in self.first_party:
-            return 3
-        return 2
-
+        return place_import(line, module, header, self.first_party, offset, bool(self._eof_newline(offset)), self.newline)
 
 class _NoFix(Exception):
     """The fix cannot be expressed at this site; the diagnostic stays, without a fix."""
@@ -364,12 +337,3 @@ def _imported_modules(statement: cst.SimpleStatementLine) -> List[str]:
     return modules
 
 
-def _sort_key_of(line: str) -> tuple:
-    # isort's default (force_sort_within_sections=False): plain imports before from-imports
-    kind = 0 if line.startswith("import ") else 1
-    module = line.split()[1]
-    return kind, module.lower()
-
-
-def _sort_key(statement: cst.SimpleStatementLine, module: cst.Module) -> tuple:
-    return _sort_key_of(module.code_for_node(statement).strip())

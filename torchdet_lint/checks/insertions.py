@@ -5,48 +5,17 @@ would put it, insertions merged per offset.
 
 from __future__ import annotations
 
-import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from torchdet_lint.diagnostics import Applicability, Edit, Fix
+from torchdet_lint.import_placement import place_import
 from torchdet_lint.model.project import EntryPoint, Project, Reach
 from torchdet_lint.model.summary import MODULE_KEY, RNG_KINDS, FileSummary, FixAnchors
-
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
-
-
-def import_section(module: str, first_party: frozenset) -> int:
-    top = module.split(".")[0]
-    if top == "__future__":
-        return 0
-    if top in _STDLIB:
-        return 1
-    if module.startswith(".") or top in first_party:
-        return 3
-    return 2
 
 
 def import_edit(anchors: FixAnchors, line: str, module: str, first_party: frozenset) -> Edit:
     """An edit adding the import line where isort would put it among the header imports."""
-    section = import_section(module, first_party)
-    key = (0 if line.startswith("import ") else 1, module.lower())
-    after_same = None
-    for header in anchors.header_imports:
-        if header.module == "__future__":
-            continue
-        other = import_section(header.module, first_party)
-        if other == section:
-            if (1 if header.is_from else 0, header.module.lower()) > key:
-                return Edit(header.start, header.start, line + "\n")
-            after_same = header
-        elif other > section:
-            if after_same is not None:
-                break
-            return Edit(header.start, header.start, line + "\n")
-    if after_same is not None:
-        return Edit(after_same.end, after_same.end, line + "\n")
-    prefix = "\n" if anchors.after_imports_eof else ""
-    return Edit(anchors.after_imports, anchors.after_imports, prefix + line + "\n")
+    return place_import(line, module, anchors.header_imports, first_party, anchors.after_imports, anchors.after_imports_eof)
 
 
 def merge_edits(edits: Sequence[Edit]) -> Tuple[Edit, ...]:
@@ -115,6 +84,14 @@ class Insertion:
         return name
 
     def fix(self, title: str, lines: List[str]) -> Fix:
-        prefix = "\n" if not self.at_main and self.anchors.after_imports_eof and not any(e.start == self.offset for e in self.edits) else ""
+        import_here = any(e.start == self.offset for e in self.edits)
+        prefix = ""
+        if not self.at_main:
+            if self.anchors.after_imports_eof and not import_here:
+                prefix = "\n"
+            # A blank line between the imports (or the docstring) and the inserted statements;
+            # a first import inserted here brings its own.
+            if self.anchors.header_imports or (self.offset > 0 and not import_here):
+                prefix += "\n"
         text = prefix + "".join(self.indent + line + "\n" for line in lines)
         return Fix(title, Applicability.UNSAFE, merge_edits([*self.edits, Edit(self.offset, self.offset, text)]))

@@ -256,7 +256,9 @@ class CublasWorkspaceConfigMissing(Rule):
 
     def _fix(self) -> FixBuilder:
         line = f'os.environ.setdefault("{CUBLAS_VARIABLE}", "{CUBLAS_VALUES[0]}")'
-        text = line if self._os_imported_before_torch() else "import os\n" + line
+        # Blank lines around the assignment: the imports above and below it stay two
+        # isort blocks (ruff's E402 allows `os.environ` changes between imports).
+        text = ("\n" if self._os_imported_before_torch() else "import os\n\n") + line + "\n\n"
         return FixBuilder(f"Set `{CUBLAS_VARIABLE}` before `import torch`", Applicability.SAFE).insert_before_module("torch", text)
 
     def _os_imported_before_torch(self) -> bool:

@@ -34,7 +34,10 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
 def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: int) -> Optional[Fix]:
     """Call an existing first-party seeding helper that covers the RNGs, when there is one."""
     candidates = []
+    scripts = {other.path for other in project.entry_points if other.path != entry.path}
     for (display, name), reach in project.seeding_helpers():
+        if display in scripts:
+            continue  # importing another script of the project would run it (RULES.md)
         covered = {kind for kind in RNG_KINDS if kind in reach.covers}
         if not set(needed) <= covered:
             continue
@@ -50,8 +53,8 @@ def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, need
                 continue  # after the imports, the helper is not defined yet
             return insertion.fix(f"Call `{name}{arguments}` at the start of the main block", [f"{name}{arguments}"])
         module = project.index.import_name(display, entry.path)
-        if module is None:
-            continue
+        if module is None or any(part.startswith("_") and part not in ("__init__", "__main__") for part in module.lstrip(".").split(".")):
+            continue  # a private module (`torch._numpy.random`) is not the project's seeding API
         bound = entry.summary.exports.get(name)
         if bound is None:
             insertion.edits.append(import_edit(insertion.anchors, f"from {module} import {name}", module, insertion.first_party | {module.split(".")[0]}))

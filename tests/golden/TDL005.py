@@ -1,0 +1,6 @@
+import numpy as np
+
+
+def sample(n):
+    rng = np.random.default_rng()
+    return rng.integers(0, 10, size=n)

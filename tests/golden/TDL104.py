@@ -1,0 +1,5 @@
+import torch
+from torch.utils.data import TensorDataset, random_split
+
+dataset = TensorDataset(torch.arange(10))
+train_set, val_set = random_split(dataset, [8, 2])

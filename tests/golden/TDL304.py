@@ -1,0 +1,4 @@
+import torch
+
+torch.backends.cudnn.deterministic = True
+torch.backends.cudnn.benchmark = True

@@ -1,0 +1,6 @@
+import torch
+
+
+def step(model, batch):
+    with torch.amp.autocast("cuda"):
+        return model(batch)

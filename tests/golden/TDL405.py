@@ -1,0 +1,6 @@
+import torch
+
+
+def step(model, batch):
+    with torch.cuda.amp.autocast():
+        return model(batch)

@@ -1,0 +1,54 @@
+"""Golden fixes: one realistic, ruff-formatted file per fixable rule (tests/golden/TDLnnn.py),
+fixed by the real command line in a project formatted with ruff, must equal the reviewed
+result (TDLnnn.fixed.py) and still pass `ruff check --select E,W,I` and `ruff format --check`:
+the fix reads like code a person would commit. `pytest --update-fixtures` rewrites the
+expectations for review in the diff."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchdet_lint.checks import all_rules
+from torchdet_lint.rule import FixAvailability
+
+GOLDEN = Path(__file__).parent / "golden"
+PYPROJECT = '[tool.torchdet-lint]\n{settings}\n[tool.ruff]\nline-length = 88\n\n[tool.ruff.lint]\nselect = ["E", "W", "I"]\n'
+# Cases whose rule needs a setting: TDL303 reports only before torch 2.10 (cuBLAS needs the variable).
+SETTINGS = {"TDL303": 'torch-version = "2.3"\n'}
+FIXABLE = sorted(code for code, rule in all_rules().items() if rule.fix_availability != FixAvailability.NONE)
+
+
+def _ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_every_fixable_rule_has_a_golden_case() -> None:
+    assert sorted(path.stem for path in GOLDEN.glob("TDL*.py") if not path.stem.endswith(".fixed")) == FIXABLE
+
+
+@pytest.mark.parametrize("code", FIXABLE)
+def test_golden_fix(code: str, tmp_path: Path, update_fixtures: bool) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT.format(settings=SETTINGS.get(code, "")), encoding="utf-8")
+    target = tmp_path / "train.py"
+    shutil.copy(GOLDEN / f"{code}.py", target)
+    for check in (("check", "--no-cache", "."), ("format", "--no-cache", "--check", ".")):
+        before = _ruff(*check, cwd=tmp_path)
+        assert before.returncode == 0, f"the golden input is not ruff-clean:\n{before.stdout}{before.stderr}"
+    subprocess.run(
+        [sys.executable, "-m", "torchdet_lint", "--fix", "--unsafe-fixes", "--no-cache", "--select", code, "train.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    fixed = target.read_text(encoding="utf-8")
+    assert fixed != (GOLDEN / f"{code}.py").read_text(encoding="utf-8"), f"{code}: nothing was fixed"
+    expected_path = GOLDEN / f"{code}.fixed.py"
+    if update_fixtures:
+        expected_path.write_text(fixed, encoding="utf-8")
+    assert fixed == expected_path.read_text(encoding="utf-8")
+    for check in (("check", "--no-cache", "."), ("format", "--no-cache", "--check", "--diff", ".")):
+        after = _ruff(*check, cwd=tmp_path)
+        assert after.returncode == 0, f"{code}: the fixed file fails `ruff {check[0]}`:\n{after.stdout}{after.stderr}"
