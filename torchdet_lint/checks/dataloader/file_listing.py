@@ -29,6 +29,11 @@ _DATASET_CONSTRUCTORS = frozenset(
 )
 
 
+# Calls that re-package a listing in the same order: what encloses them decides its use.
+_REPACKAGING = frozenset({"builtins.list", "builtins.tuple", "builtins.filter"})
+_THROUGH = "through"
+
+
 class UnorderedFileListing(Rule):
     """
     ## Why is this bad?
@@ -154,7 +159,8 @@ class UnorderedFileListing(Rule):
     def _use(self) -> str:
         if "sorted" in self.enclosing:
             return "sorted"
-        return self.enclosing[-1] if self.enclosing else "other"
+        # `len(list(x))`: re-packaging keeps the order, so the use is what encloses it.
+        return next((kind for kind in reversed(self.enclosing) if kind != _THROUGH), "other")
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         self.no_fix.add(id(node.item))
@@ -178,7 +184,7 @@ class UnorderedFileListing(Rule):
                     self.uses[listing].add("sorted")
             self.enclosing.append("other")
             return
-        cheap = attribute in ("sorted", "len", "set", "frozenset", "sum", "any", "all", "max", "min", "Counter", "next")
+        cheap = attribute in ("sorted", "len", "set", "frozenset", "sum", "any", "all", "max", "min", "Counter", "next", "list", "tuple", "filter")
         cheap = cheap or attribute in ("listdir", "scandir", "glob", "iglob", "rglob", "iterdir")
         if not cheap:
             if not self.dataset_file:
@@ -190,6 +196,8 @@ class UnorderedFileListing(Rule):
         name = self.context.call_name(node)
         if name == "builtins.sorted":
             kind = "sorted"
+        elif name in _REPACKAGING:
+            kind = _THROUGH
         elif name in _ORDER_FREE:
             kind = "order-free"
         elif name == "builtins.next" and node.args:
