@@ -12,8 +12,6 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchdet_lint.catalog import (
-    TORCH_KIND,
-    Calls,
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
     NOT_LITERAL,
@@ -21,6 +19,8 @@ from torchdet_lint.catalog import (
     RAISES,
     REQUIRED,
     THIRD_PARTY_KIND,
+    TORCH_KIND,
+    Calls,
     Case,
     Catalog,
     Form,
