@@ -35,6 +35,7 @@ THIRD_PARTY_KIND = "third-party"
 THIRD_PARTY_STATUSES = STATUSES + (IGNORES_FLAG,)
 
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
+_ANY_NEWER_VERSION = (10**6, 0)  # later than every version a catalog names
 
 
 class CatalogError(Exception):
@@ -255,11 +256,12 @@ class Operation:
                 return case
         raise KeyError(case_id)
 
-    def status_at(self, case: Case, torch_version: Version, library_versions: Mapping[str, Version] = {}) -> Optional[str]:
+    def status_at(self, case: Case, torch_version: Version, library_versions: Optional[Mapping[str, Version]] = None) -> Optional[str]:
         """The behaviour of one case under the flag: at the target torch version, or for a
-        library's own kernels at the library's target version (the newest known when none)."""
+        library's own kernels at the library's target version (its newest behaviour when the
+        caller resolved none)."""
         if self.library:
-            return case.status_at(library_versions.get(self.library, (10**6, 0)))
+            return case.status_at((library_versions or {}).get(self.library, _ANY_NEWER_VERSION))
         return case.status_at(torch_version)
 
 
