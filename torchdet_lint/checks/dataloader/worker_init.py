@@ -85,13 +85,16 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
     def check(self, project: Project) -> Iterable[Diagnostic]:
         old_torch = project.torch_version < WORKER_RESEEDS_NUMPY
         strict = project.settings.profile == "strict"
-        trainer_seeds_workers = any(SEEDS_TRAINER_WORKERS in project.entry_reach(entry).covers for entry in project.entry_points)
+        trainer_seeds_workers: Optional[bool] = None  # computed for the first loader handed to a Trainer
         for display, summary in sorted(project.summaries.items()):
             if not project.is_reported(display):
                 continue
             for loader in summary.loaders:
-                if loader.to_trainer and trainer_seeds_workers:
-                    continue  # Lightning adds its worker_init_fn (seed_everything(workers=True))
+                if loader.to_trainer:
+                    if trainer_seeds_workers is None:
+                        trainer_seeds_workers = any(SEEDS_TRAINER_WORKERS in project.entry_reach(e).covers for e in project.entry_points)
+                    if trainer_seeds_workers:
+                        continue  # Lightning adds its worker_init_fn (seed_everything(workers=True))
                 rngs = self._rngs(project, display, loader)
                 if rngs:
                     owner, rng, dataset_class = rngs[0]
