@@ -117,7 +117,8 @@ def test_insertion_fixes_land_in_a_python_cell(tmp_path: Path) -> None:
     (tmp_path / "plain.ipynb").write_text(_notebook([("markdown", ["Setup"]), setup, ("code", deterministic)]), encoding="utf-8")
     code, out, err = run_cli("--fix", "--no-cache", "--select", "TDL303", "--torch-version", "2.3", ".", cwd=tmp_path)
     assert code == 0, out + err
-    inserted = 'import os\nos.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")'
+    # Two import blocks around the assignment, as isort keeps them (blank lines between).
+    inserted = 'import os\n\nos.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")\n'
     timed = json.loads((tmp_path / "timed.ipynb").read_text(encoding="utf-8"))["cells"]
     # Before `import torch`, below the cell magic, which must stay the cell's first line.
     assert "".join(timed[2]["source"]) == "%%time\n" + inserted + "\n" + "".join(deterministic)

@@ -232,7 +232,7 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
 def test_seeding_fix_goes_after_imports_when_module_level_code_draws() -> None:
     source = "import torch\n\nweights = torch.randn(3)\n\nif __name__ == '__main__':\n    print(weights)\n"
     (diagnostic,) = lint_sources({"run.py": source}, select=["TDL001"])
-    assert [(e.start, e.content) for e in diagnostic.fix.edits] == [(13, "torch.manual_seed(0)\n")]
+    assert [(e.start, e.content) for e in diagnostic.fix.edits] == [(13, "\ntorch.manual_seed(0)\n")]  # a blank line after the imports, as isort wants
 
 
 def test_seeding_fix_is_shared_by_tdl001_to_tdl003_and_seeds_only_what_is_reached() -> None:
@@ -275,7 +275,7 @@ def test_a_notebook_is_an_entry_point_with_cell_positions() -> None:
     (diagnostic,) = lint_sources({"analysis.ipynb": json.dumps(notebook)}, select=["TDL001"])
     assert (diagnostic.cell, diagnostic.line, diagnostic.column) == (2, 1, 1)
     assert "analysis.ipynb:cell 3:1" in diagnostic.message
-    assert [e.content for e in diagnostic.fix.edits] == ["torch.manual_seed(0)\n"]
+    assert [e.content for e in diagnostic.fix.edits] == ["\ntorch.manual_seed(0)\n"]
 
 
 def test_nested_functions_run_when_called_not_when_defined() -> None:
