@@ -17,13 +17,12 @@ from torchdet_lint.names import NameResolver, dotted_name
 from torchdet_lint.positions import LocalPositions, call_with_deep_stack
 from torchdet_lint.scopes import ScopeTracker
 from torchdet_lint.settings import Settings
-from torchdet_lint.source import LineIndex, python_ast
+from torchdet_lint.source import LineIndex, PythonTree
 
 if TYPE_CHECKING:  # pragma: no cover
-    import ast
+    pass
 
 _IMPORTS_TORCH_RE = re.compile(r"^[ \t]*(?:from[ \t]+torch\b|import[ \t][^\n#]*\btorch\b)", re.M)
-_NOT_PARSED = object()
 # What may stand before a call that starts a statement's expression: `x = `, `x: T = `,
 # `return `, `yield `, `await `, or nothing but the indentation.
 # (Targets may be tuples, `train_set, val_set = ...`, but hold no parenthesis: `f(a, b=` is an argument.)
@@ -60,16 +59,8 @@ class FileContext:
         self._reports: List[tuple] = []
         self._positions = None
         self._names: Dict[int, Optional[str]] = {}
-        self._python_tree: Optional[object] = _NOT_PARSED
-
-    def python_tree(self) -> Optional[ast.Module]:
-        """Python's own parse of the file (statement lines, fix anchors), made once; None if it refuses the file."""
-        if self._python_tree is _NOT_PARSED:
-            try:
-                self._python_tree = python_ast(self.text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._python_tree = None  # syntax LibCST accepts but this Python does not
-        return self._python_tree
+        # Python's own parse of the file (statement lines, fix anchors): `context.python_tree()`.
+        self.python_tree = PythonTree(text)
 
     # -- shortcuts for rules -----------------------------------------------------
     def qualified_name(self, node: Optional[cst.CSTNode]) -> Optional[str]:

@@ -21,7 +21,7 @@ from torchdet_lint.catalog import load_catalog, newest_version
 from torchdet_lint.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.diagnostics import Diagnostic, error_diagnostic, sort_diagnostics
 from torchdet_lint.discovery import SourceFile
-from torchdet_lint.engine import FileResult, RunOptions, lint_python
+from torchdet_lint.engine import FileResult, RunOptions, cyclic_gc_paused, lint_python
 from torchdet_lint.notebook import lint_notebook
 from torchdet_lint.model.project import Project
 from torchdet_lint.project import ProjectContext, project_phase
@@ -176,7 +176,11 @@ def _size(path: Path) -> int:
 
 def _lint_one(task, options: RunOptions, cache) -> FileResult:
     path, display, module_name, is_package = task
-    return lint_path(path, display, options, module_name, is_package, cache)
+    # The collector paused for the whole file, not only its parse: Python's own parse of a
+    # skipped file (its summary) and the cache's pickling would set it off on objects
+    # that are about to go, and each collection walks everything the run holds.
+    with cyclic_gc_paused():
+        return lint_path(path, display, options, module_name, is_package, cache)
 
 
 # In a worker process only: what every file of the run shares, set once by

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 import tokenize
 import warnings
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
-from typing import Tuple
+from typing import List, Optional, Tuple
 
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 
@@ -69,12 +70,40 @@ def python_ast(text: str, filename: str = "<source>") -> ast.Module:
         return compile(text, filename, "exec", ast.PyCF_ONLY_AST)
 
 
+class PythonTree:
+    """Python's own parse of a text, made on first call and then shared (statement lines for
+    the summary, positions, fix anchors); None if this Python refuses the text.
+
+    A separate object rather than a method of the file context: the positions keep it, and
+    a bound method would tie them back to the context in a cycle, which keeps the whole
+    syntax tree alive until the cycle collector runs (and makes it walk the tree).
+    """
+
+    _NOT_PARSED = object()
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._tree: object = self._NOT_PARSED
+
+    def __call__(self) -> Optional[ast.Module]:
+        if self._tree is self._NOT_PARSED:
+            try:
+                self._tree = python_ast(self.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._tree = None  # syntax LibCST accepts but this Python does not
+        return self._tree  # type: ignore[return-value]
+
+
 class LineIndex:
     """Converts between (1-based line, 0-based column) and character offsets."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
+
+    @functools.cached_property
+    def starts(self) -> List[int]:
+        """Each line's start offset, found on first use: most files report nothing."""
+        return [0] + [m.end() for m in _NEWLINE_RE.finditer(self.text)]
 
     def offset(self, line: int, column: int) -> int:
         if line - 1 >= len(self.starts):
