@@ -61,11 +61,14 @@ def canonical(qualified: str) -> str:
 
 def dotted_name(node: cst.CSTNode) -> Optional[str]:
     """`a.b.c` for a chain of names, else None."""
+    # Exact type tests: LibCST's node classes are ABCs, and a failing isinstance() goes
+    # through ABCMeta's Python-level check, which this function (called for every call
+    # and reference of a file, by many rules) would pay several times per node.
     parts: List[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -119,9 +122,7 @@ class NameResolver(cst.BatchableCSTVisitor):
         return None
 
     def qualified_name(self, node: Optional[cst.CSTNode]) -> Optional[str]:
-        if node is None:
-            return None
-        if isinstance(node, cst.Call):
+        if node is None or type(node) is cst.Call:
             return None
         dotted = dotted_name(node)
         if dotted is None:

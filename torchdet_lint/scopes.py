@@ -371,20 +371,20 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._callee_nodes.add(id(node.attr))  # an attribute's name is no use of a function of that name
-        if isinstance(node.value, cst.Name) and node.value.value == "self" and id(node) not in self._callee_nodes:
+        if type(node.value) is cst.Name and node.value.value == "self" and id(node) not in self._callee_nodes:
             self.escapes.add(("self", node.attr.value))
 
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Name):
+        func = node.func  # exact type tests: this runs for every call and name (see names.dotted_name)
+        if type(func) is cst.Name:
             self.callers.setdefault((None, func.value), []).append((self.grad_disabled, self.function_identity))
             self._callee_nodes.add(id(func))
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             self.callers.setdefault(("self", func.attr.value), []).append((self.grad_disabled, self.function_identity))
             self._callee_nodes.add(id(func))
         # Before the rules visit this call (the tracker comes first in the walk).
         for arg in node.args:
-            if arg.star == "**" and isinstance(arg.value, cst.Name):
+            if arg.star == "**" and type(arg.value) is cst.Name:
                 pairs = self.keyword_dict(arg.value.value)
                 if pairs is not None:
                     remember_keyword_dict(arg, pairs)

@@ -56,7 +56,7 @@ def enables_deterministic_mode(context, call: cst.Call) -> bool:
     `Trainer(deterministic=True)`; `transformers.set_seed(..., deterministic=True)`;
     `enable_full_determinism`; `accelerate.utils.set_seed(..., deterministic=True)`."""
     func = call.func
-    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    last = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
     if last not in _ENABLING_SEGMENTS:
         if not isinstance(func, cst.Name) or not (context.resolver.module_final.get(func.value) or "").endswith(tuple(_ENABLING_SEGMENTS)):
             return False

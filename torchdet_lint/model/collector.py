@@ -368,8 +368,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         def site(text: str) -> Site:
             return self._located(Site(0, text), "call", index)
 
-        runs_arguments = qualified in RUNNERS or (isinstance(func, cst.Attribute) and func.attr.value in RUNNER_METHODS)
-        if runs_arguments or qualified in LAMBDA_CALLERS or (isinstance(func, cst.Attribute) and func.attr.value == "sort"):
+        # Exact type tests in this hot path (LibCST's classes are ABCs: a failing isinstance() is slow).
+        attribute = func.attr.value if type(func) is cst.Attribute else None
+        runs_arguments = qualified in RUNNERS or attribute in RUNNER_METHODS
+        if runs_arguments or qualified in LAMBDA_CALLERS or attribute == "sort":
             self.running_lambdas.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
         # A function handed to a call may run (`launch(main)`); one handed to a constructor or a
         # container (`OpInfo(sample_inputs_func=f)`, `dict(fn=f)`) is stored for later.
@@ -377,7 +379,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         stores_nothing = bool(callee) and not callee[:1].isupper() and qualified not in CONTAINERS
         for arg in node.args:
             value = arg.value
-            if isinstance(value, (cst.Name, cst.Attribute)):
+            if type(value) is cst.Name or type(value) is cst.Attribute:
                 reference = self._target(value)
                 if reference and runs_arguments:
                     function.add_call(reference, seen)
@@ -387,7 +389,6 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._cuda(function, site("`device=\"cuda\"`"))
         for instance_call in self._instance_calls(func):
             function.add_call(instance_call, seen)
-        attribute = func.attr.value if isinstance(func, cst.Attribute) else None
         # RNG draws
         kind = draw_kind(qualified, node)
         if kind is None and is_dataloader(qualified):
@@ -444,7 +445,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self._loader(node, qualified)
         elif attribute in TRAINER_METHODS and qualified is None:
             self._trainer_loaders(node)
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self.module_rng_names:
+        if attribute is not None and type(func.value) is cst.Name and func.value.value in self.module_rng_names:
             class_name = self.keys[-1][1]
             summary_class = self.summary.classes.get(class_name) if class_name else None
             if summary_class is not None and not any(r.attribute == func.value.value for r in summary_class.rng_attributes):
@@ -452,7 +453,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 constructor = rng.constructor if rng else "numpy.random.default_rng"
                 summary_class.rng_attributes.append(self._located(RngAttribute(func.value.value, constructor, 0, module_level=True), "call", index))
         worker_fn = arg_value(node, "worker_init_fn")
-        if isinstance(worker_fn, cst.Name):
+        if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
 
     def _instance_calls(self, func: cst.BaseExpression) -> List[str]:
@@ -460,21 +461,22 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for a module), `Net()(x)`, `self.model(x)` for `self.model = Net()`; and the constructors a
         registry call may run, `MODELS[name](...)` for `MODELS = {"a": NetA, "b": NetB}`."""
         found: List[str] = []
-        if isinstance(func, cst.Name):
+        kind = type(func)
+        if kind is cst.Name:
             types = self.keys[-1][3]
             if func.value in types:
                 found.append(f"{types[func.value]}.__call__")
-        elif isinstance(func, cst.Call):
+        elif kind is cst.Call:
             made = self._target(func.func)
             if made:
                 found.append(f"{made}.__call__")
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        elif kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             for value in self.context.scopes.attribute_values(func.attr.value):
                 if isinstance(value, cst.Call):
                     made = self._target(value.func)
                     if made:
                         found.append(f"{made}.__call__")
-        elif isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
+        elif kind is cst.Subscript and type(func.value) in (cst.Name, cst.Attribute):
             registry = self._target(func.value)  # resolved by the project phase through `FileSummary.registries`
             if registry:
                 found.append(f"{registry}{REGISTRY_MEMBER}")

@@ -79,15 +79,15 @@ def torch_module_name(rule: Rule) -> Optional[str]:
 def may_name(call: cst.Call, names) -> bool:
     """Cheap pre-check before resolving: an attribute call must spell one of `names`
     (`torch.nn.DataParallel(...)`); a plain name may be an alias (`DP(...)`)."""
-    func = call.func
-    return isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and func.attr.value in names)
+    func = call.func  # exact type tests: a failing isinstance() against LibCST's ABCs is slow
+    return type(func) is cst.Name or (type(func) is cst.Attribute and func.attr.value in names)
 
 
 def call_attr(node: cst.Call) -> str:
     """The method or function name of a call (`cuda` in `x.cuda()`), cheap, unresolved."""
     func = node.func
-    if isinstance(func, cst.Attribute):
+    if type(func) is cst.Attribute:
         return func.attr.value
-    if isinstance(func, cst.Name):
+    if type(func) is cst.Name:
         return func.value
     return ""
