@@ -6,6 +6,7 @@ the project phase runs over cached summaries.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import hashlib
@@ -13,6 +14,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +83,7 @@ class Cache:
         self.fingerprint = run_fingerprint(options)
         self.hits = 0
         self.misses = 0
+        self._made: set = set()  # entry directories known to exist
 
     def key(self, data: bytes, path: Path, module_name: Optional[str]) -> str:
         digest = hashlib.sha256(data)
@@ -102,15 +105,23 @@ class Cache:
 
     def store(self, key: str, result) -> None:
         entry = self._entry(key)
+        # Written under a name of its own (this process and thread), then renamed: a reader
+        # never sees half an entry. One entry per file of a cold run, so the directories are
+        # made and marked once each rather than checked every time.
+        temporary = entry.with_name(f".tmp-{key}-{os.getpid()}-{threading.get_ident()}")
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            _mark_directory(self.directory)
-            handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-            with os.fdopen(handle, "wb") as out:
+            if entry.parent not in self._made:
+                entry.parent.mkdir(parents=True, exist_ok=True)
+                _mark_directory(self.directory)
+                self._made.add(entry.parent)
+            with open(temporary, "wb") as out:
                 pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(temporary, entry)
         except OSError:
-            pass  # a read-only tree still lints; it just is not cached
+            self._made.discard(entry.parent)  # removed meanwhile? made again next time
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            # a read-only tree still lints; it just is not cached
 
 
 def _mark_directory(directory: Path) -> None:
