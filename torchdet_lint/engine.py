@@ -268,7 +268,8 @@ def _check_parsed(
         first_party=options.first_party,
     )
     collector = SummaryCollector(context)
-    rules = [rule_class(context) for rule_class in file_rule_classes(options.selected)]
+    # A rule whose trigger words the file does not contain stays out of the walk (`Rule.trigger_words`).
+    rules = [rule_class(context) for rule_class in file_rule_classes(options.selected) if rule_class.may_report_in(text, options.settings)]
     try:
         forget_keyword_dicts()
         BatchedWalker([context.resolver, context.scopes, collector, *rules]).walk(module)

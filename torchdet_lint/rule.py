@@ -9,6 +9,7 @@ The registry of rules lives with the rules, in `torchdet_lint.checks`.
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import re
 from typing import Any, ClassVar, Dict, FrozenSet, Iterable, Optional, Tuple
@@ -17,7 +18,7 @@ import libcst as cst
 
 from torchdet_lint.context import FileContext
 from torchdet_lint.diagnostics import Diagnostic, FixBuilder
-from torchdet_lint.settings import ALL_PROFILES, DEFAULT_PROFILE
+from torchdet_lint.settings import ALL_PROFILES, DEFAULT_PROFILE, Settings
 
 
 class FixAvailability(str, enum.Enum):
@@ -92,6 +93,26 @@ class BaseRule:
 class Rule(BaseRule, cst.BatchableCSTVisitor):
     """A file rule: visits one file's CST in the shared batched traversal."""
 
+    # Words one of which a file's text must contain for this rule to report there: the
+    # last part of each name the rule reacts to (`DataLoader` for
+    # `torch.utils.data.DataLoader`, `manual_seed`). The engine leaves the rule out of the
+    # walk of a file that contains none (a substring search costs far less than the
+    # rule's visit of every call). Sound because a resolved name's last part is always
+    # spelled in the file: in the call, or in the import an alias comes from (a string
+    # the rule matches, `"PYTHONHASHSEED"`, is taken to be written whole). Empty: the
+    # rule runs on every file. A rule whose names come from the configuration or the
+    # catalogs overrides `words`.
+    trigger_words: ClassVar[Tuple[str, ...]] = ()
+
+    @classmethod
+    def words(cls, settings: Settings) -> Tuple[str, ...]:
+        return cls.trigger_words
+
+    @classmethod
+    def may_report_in(cls, text: str, settings: Settings) -> bool:
+        words = _words(cls, settings)
+        return not words or any(word in text for word in words)
+
     def __init__(self, context: FileContext) -> None:
         super().__init__()
         self.context = context
@@ -105,6 +126,19 @@ class Rule(BaseRule, cst.BatchableCSTVisitor):
     ) -> None:
         """Report `node`; `extra` is data for the project phase (see `SILENCED_BY_FLAG`)."""
         self.context.report(self.code, self.name, node, message or self.summary, fix, extra)
+
+
+def last_names(qualified_names: Iterable[str]) -> Tuple[str, ...]:
+    """`DataLoader` for `torch.utils.data.DataLoader`: what a file spells to use each name."""
+    return tuple(sorted({name.rsplit(".", 1)[-1] for name in qualified_names}))
+
+
+@functools.lru_cache(maxsize=None)
+def _words(rule_class: type, settings: Settings) -> Tuple[str, ...]:
+    """The rule's words, less those that contain another one (`seed` is in every text
+    that holds `manual_seed`): fewer searches, the same answer."""
+    words = set(rule_class.words(settings))
+    return tuple(sorted(w for w in words if not any(other != w and other in w for other in words)))
 
 
 class ProjectRule(BaseRule):

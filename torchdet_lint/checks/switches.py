@@ -11,7 +11,7 @@ import libcst as cst
 
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import NOT_LITERAL, arg_value, dict_entry, find_arg, literal, reported_argument
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.rule import FixAvailability, Rule, last_names
 
 CUDNN = "torch.backends.cudnn"
 BENCHMARK = CUDNN + ".benchmark"
@@ -103,6 +103,7 @@ class CudnnBenchmarkEnabled(Rule):
     code = "TDL301"
     name = "cudnn-benchmark-enabled"
     summary = "`cudnn.benchmark = True` picks convolution algorithms by timing, which can differ between runs"
+    trigger_words = ("benchmark",)
     profiles = frozenset({"reproducible", "strict"})
     fix_availability = FixAvailability.SAFE
     bad = (
@@ -189,6 +190,7 @@ class CublasWorkspaceConfigMissing(Rule):
     code = "TDL303"
     name = "cublas-workspace-config-missing"
     summary = "deterministic mode is enabled but `CUBLAS_WORKSPACE_CONFIG` is not set first (needed before torch 2.10)"
+    trigger_words = last_names(USE_DETERMINISTIC)
     fix_availability = FixAvailability.SAFE
     example_config = {"torch-version": "2.3"}
     bad = ("import torch\ntorch.use_deterministic_algorithms(True)\n",)
@@ -308,6 +310,7 @@ class ContradictoryCudnnFlags(Rule):
     code = "TDL304"
     name = "contradictory-cudnn-flags"
     summary = "`cudnn.benchmark = True` next to `cudnn.deterministic = True` undoes the determinism it asks for"
+    trigger_words = ("benchmark",)  # each report is about a benchmark setting
     fix_availability = FixAvailability.SAFE
     bad = (
         "import torch\ntorch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = True\n",
@@ -396,6 +399,7 @@ class DeterministicWarnOnly(Rule):
     code = "TDL305"
     name = "deterministic-warn-only"
     summary = "deterministic mode only warns (`warn_only=True`) or is explicitly turned off"
+    trigger_words = last_names(USE_DETERMINISTIC | {DEBUG_MODE, DETERMINISTIC})
     bad = (
         "import torch\ntorch.use_deterministic_algorithms(True, warn_only=True)\n",
         "import torch\ntorch.backends.cudnn.deterministic = False\n",

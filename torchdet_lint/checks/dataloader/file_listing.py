@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import dotted_name
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.rule import FixAvailability, Rule, last_names
 
 _LISTINGS = frozenset({"os.listdir", "os.scandir", "glob.glob", "glob.iglob"})
 _PATH_METHODS = frozenset({"glob", "rglob", "iterdir"})
@@ -77,6 +77,7 @@ class UnorderedFileListing(Rule):
     code = "TDL106"
     name = "unordered-file-listing"
     summary = "a file listing in a dataset file is not sorted: its order depends on the file system"
+    trigger_words = last_names(_LISTINGS | _PATH_METHODS)
     fix_availability = FixAvailability.SAFE
     bad = (
         "import os\nfrom torch.utils.data import Dataset\n\nclass Images(Dataset):\n    def __init__(self, root):\n        self.files = os.listdir(root)\n",

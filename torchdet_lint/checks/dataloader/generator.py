@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Tuple
+
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
-from torchdet_lint.model.facts import is_dataloader, loader_position, loader_shuffles
+from torchdet_lint.model.facts import dataloader_classes, is_dataloader, loader_position, loader_shuffles
 from torchdet_lint.names import arg_value, find_arg, opaque_keywords
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.rule import FixAvailability, Rule, last_names
 
 
 class DataLoaderWithoutGenerator(Rule):
@@ -46,6 +48,7 @@ class DataLoaderWithoutGenerator(Rule):
     code = "TDL101"
     name = "dataloader-without-generator"
     summary = "a shuffling DataLoader has no `generator=`: its order depends on every other use of the global RNG"
+
     fix_availability = FixAvailability.SAFE
     bad = (
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n",
@@ -55,6 +58,10 @@ class DataLoaderWithoutGenerator(Rule):
         "import torch\nfrom torch.utils.data import DataLoader\ng = torch.Generator().manual_seed(0)\nloader = DataLoader(ds, shuffle=True, generator=g)\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=False)\n",
     )
+
+    @classmethod
+    def words(cls, settings) -> Tuple[str, ...]:
+        return last_names(dataloader_classes())
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.context.call_name(node)) or opaque_keywords(node):

@@ -30,6 +30,7 @@ class DataLoaderOutOfOrder(Rule):
     code = "TDL103"
     name = "dataloader-out-of-order"
     summary = "`in_order=False` returns batches in the order workers finish them"
+    trigger_words = ("in_order",)  # the rule reads only that argument
     bad = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, in_order=False)\n",)
     good = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, in_order=True)\n",)
 

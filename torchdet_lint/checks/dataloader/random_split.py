@@ -9,7 +9,7 @@ import libcst as cst
 from torchdet_lint.checks.dataloader.common import generator_fix
 from torchdet_lint.model.facts import DATALOADER, GENERATOR_POSITION, RANDOM_SAMPLERS
 from torchdet_lint.names import arg_value, opaque_keywords
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.rule import FixAvailability, Rule, last_names
 
 
 class UnseededRandomSplit(Rule):
@@ -41,6 +41,7 @@ class UnseededRandomSplit(Rule):
     code = "TDL104"
     name = "unseeded-random-split"
     summary = "a random split or sampler without `generator=` draws from the global RNG"
+    trigger_words = last_names(RANDOM_SAMPLERS | {"torch.utils.data.random_split"})
     fix_availability = FixAvailability.SAFE
     bad = (
         "from torch.utils.data import random_split\ntrain, val = random_split(ds, [0.8, 0.2])\n",

@@ -36,6 +36,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     code = "TDL105"
     name = "distributed-sampler-without-set-epoch"
     summary = "a shuffling `DistributedSampler` whose `set_epoch` is never called repeats one order every epoch"
+    trigger_words = ("DistributedSampler",)
     bad = ("from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds)\nfor epoch in range(3):\n    train(sampler)\n",)
     good = (
         "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds)\nfor epoch in range(3):\n    sampler.set_epoch(epoch)\n",

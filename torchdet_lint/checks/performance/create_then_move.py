@@ -86,6 +86,7 @@ class CreateThenMove(Rule):
     code = "TDL402"
     name = "create-then-move"
     summary = "a tensor is created on the CPU and then copied to the device; create it there with `device=`"
+    trigger_words = tuple(sorted(FACTORIES))
     profiles = PERFORMANCE
     fix_availability = FixAvailability.SOMETIMES
     bad = (

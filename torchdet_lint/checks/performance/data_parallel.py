@@ -8,7 +8,7 @@ from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     may_name,
 )
-from torchdet_lint.rule import Rule
+from torchdet_lint.rule import Rule, last_names
 
 DATA_PARALLEL = frozenset(
     {
@@ -57,6 +57,7 @@ class DataParallelUsed(Rule):
     code = "TDL404"
     name = "data-parallel"
     summary = "`nn.DataParallel` is slower than `DistributedDataParallel`, even on one machine"
+    trigger_words = last_names(DATA_PARALLEL)
     profiles = PERFORMANCE
     bad = (
         "import torch\nmodel = torch.nn.DataParallel(model)\n",

@@ -15,7 +15,7 @@ from torchdet_lint.checks.performance.common import (
 )
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import has_star_args
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.rule import FixAvailability, Rule, last_names
 
 # Deprecated name -> (replacement attribute of torch.amp, target version from which it is deprecated,
 # the keywords the old positional arguments map to when the new signature orders them differently).
@@ -78,6 +78,7 @@ class DeprecatedCudaAmp(Rule):
     code = "TDL405"
     name = "deprecated-cuda-amp"
     summary = "`torch.cuda.amp.autocast`/`GradScaler` are deprecated; use `torch.amp.autocast(\"cuda\")`/`GradScaler(\"cuda\")`"
+    trigger_words = last_names(CUDA_AMP)
     profiles = PERFORMANCE
     fix_availability = FixAvailability.SAFE
     example_config = {"torch-version": "2.4"}

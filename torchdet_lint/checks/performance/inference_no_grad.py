@@ -95,6 +95,7 @@ class InferenceWithoutNoGrad(Rule):
     code = "TDL407"
     name = "inference-without-no-grad"
     summary = "a model in eval mode is called outside `torch.no_grad()` / `torch.inference_mode()`"
+    trigger_words = ("eval", "train")  # a model is put in eval mode by `.eval()` or `.train(False)`
     profiles = PERFORMANCE
     bad = (
         "import torch\n\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n",

@@ -73,6 +73,7 @@ class DataLoaderWithoutPinMemory(Rule):
     code = "TDL403"
     name = "dataloader-without-pin-memory"
     summary = "a DataLoader feeds batches to CUDA without `pin_memory=True`"
+    trigger_words = ("DataLoader",)
     profiles = PERFORMANCE
     fix_availability = FixAvailability.SAFE
     bad = (

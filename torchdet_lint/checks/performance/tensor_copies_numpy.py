@@ -122,6 +122,7 @@ class TensorCopiesNumpy(Rule):
     code = "TDL401"
     name = "tensor-copies-numpy"
     summary = "`torch.tensor(array)` copies a NumPy array; `torch.as_tensor(array)` shares its memory"
+    trigger_words = ("tensor",)  # `torch.tensor(array)`
     profiles = PERFORMANCE
     fix_availability = FixAvailability.UNSAFE
     bad = (

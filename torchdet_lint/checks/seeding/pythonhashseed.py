@@ -35,6 +35,7 @@ class IneffectivePythonHashSeed(Rule):
     code = "TDL006"
     name = "ineffective-pythonhashseed"
     summary = "`PYTHONHASHSEED` set inside the program does not change the running interpreter"
+    trigger_words = ("PYTHONHASHSEED",)
     bad = (
         "import os\nos.environ[\"PYTHONHASHSEED\"] = str(0)\n",
         "import os\nos.environ.setdefault(\"PYTHONHASHSEED\", \"0\")\n",

@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import arg_value, dotted_name, literal
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.rule import FixAvailability, Rule, last_names
 
 _SEEDABLE = {"torch.Generator": None, "numpy.random.default_rng": 0, "numpy.random.RandomState": 0, "random.Random": 0}
 SEED_KEYWORDS = {"numpy.random.default_rng": "seed", "numpy.random.RandomState": "seed", "random.Random": "x"}
@@ -46,6 +46,7 @@ class UnseededRngObject(Rule):
     code = "TDL005"
     name = "unseeded-rng-object"
     summary = "an RNG object is created without a seed and never seeded"
+    trigger_words = last_names(_SEEDABLE)
     fix_availability = FixAvailability.SOMETIMES
     bad = (
         "import numpy as np\nrng = np.random.default_rng()\n",

@@ -16,7 +16,7 @@ from torchdet_lint.model.facts import (
 )
 from torchdet_lint.model.summary import RNG_KINDS
 from torchdet_lint.names import dotted_name
-from torchdet_lint.rule import Rule
+from torchdet_lint.rule import Rule, last_names
 
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
 
@@ -60,6 +60,7 @@ class SeedAfterRngUse(Rule):
     code = "TDL004"
     name = "seed-after-rng-use"
     summary = "a seeding call comes after the program already drew from that generator"
+
     bad = (
         "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2)\ntorch.manual_seed(0)\n",
         "import random\n\ndef main():\n    random.shuffle(items)\n    random.seed(0)\n",
@@ -68,6 +69,10 @@ class SeedAfterRngUse(Rule):
         "import torch\nfrom torch import nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 2)\n",
         "import torch\n\ntorch.manual_seed(0)\na = torch.randn(2)\ntorch.manual_seed(0)\nb = torch.randn(2)\n",
     )
+
+    @classmethod
+    def words(cls, settings) -> Tuple[str, ...]:
+        return last_names([*facts().helpers, *config_helpers(settings)])
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import libcst as cst
 
@@ -10,7 +10,7 @@ from torchdet_lint.checks.seeding.rng_object import SEED_KEYWORDS
 from torchdet_lint.model.facts import config_helpers, draw_kind, facts
 from torchdet_lint.model.summary import RNG_KINDS
 from torchdet_lint.names import NOT_LITERAL, arg_value, dotted_name, literal
-from torchdet_lint.rule import Rule
+from torchdet_lint.rule import Rule, last_names
 
 _UNSTABLE_PREFIXES = ("time.", "uuid.", "secrets.")
 _UNSTABLE_NAMES = frozenset(
@@ -50,6 +50,7 @@ class UnstableSeedValue(Rule):
     code = "TDL007"
     name = "unstable-seed-value"
     summary = "the seed value changes between runs (`hash` of a str, the clock, the pid, random draws)"
+
     bad = (
         "import time\nimport torch\ntorch.manual_seed(int(time.time()))\n",
         "import random\nrandom.seed(hash(\"experiment\"))\n",
@@ -60,6 +61,10 @@ class UnstableSeedValue(Rule):
         "import zlib\nimport random\nrandom.seed(zlib.crc32(b\"experiment\"))\n",
         "import time\nimport torch\nstart = time.time()\ntorch.manual_seed(0)\n",
     )
+
+    @classmethod
+    def words(cls, settings) -> Tuple[str, ...]:
+        return last_names(["manual_seed", "seed", *facts().helpers, *SEED_KEYWORDS, *config_helpers(settings)])
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
