@@ -48,7 +48,6 @@ class DataLoaderWithoutGenerator(Rule):
     code = "TDL101"
     name = "dataloader-without-generator"
     summary = "a shuffling DataLoader has no `generator=`: its order depends on every other use of the global RNG"
-
     fix_availability = FixAvailability.SAFE
     bad = (
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n",

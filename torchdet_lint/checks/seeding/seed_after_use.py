@@ -60,7 +60,6 @@ class SeedAfterRngUse(Rule):
     code = "TDL004"
     name = "seed-after-rng-use"
     summary = "a seeding call comes after the program already drew from that generator"
-
     bad = (
         "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2)\ntorch.manual_seed(0)\n",
         "import random\n\ndef main():\n    random.shuffle(items)\n    random.seed(0)\n",

@@ -50,7 +50,6 @@ class UnstableSeedValue(Rule):
     code = "TDL007"
     name = "unstable-seed-value"
     summary = "the seed value changes between runs (`hash` of a str, the clock, the pid, random draws)"
-
     bad = (
         "import time\nimport torch\ntorch.manual_seed(int(time.time()))\n",
         "import random\nrandom.seed(hash(\"experiment\"))\n",
