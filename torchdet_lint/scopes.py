@@ -108,6 +108,16 @@ class ScopeTracker(cst.BatchableCSTVisitor):
     def annotation(self, name: str) -> Optional[cst.BaseExpression]:
         return self._function.annotations.get(name)
 
+    def expression_values(self, node: cst.BaseExpression) -> List[Optional[cst.BaseExpression]]:
+        """The values a name (`seed`), `self.<attr>` or another attribute chain (`args.seed`)
+        was given so far; empty when none is visible."""
+        if isinstance(node, cst.Name):
+            return self.values(node.value)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            return self.attribute_values(node.attr.value)
+        dotted = dotted_name(node) if isinstance(node, cst.Attribute) else None
+        return self.values(dotted) if dotted is not None else []
+
     def attribute_values(self, attribute: str) -> List[Optional[cst.BaseExpression]]:
         """The values `self.<attribute>` was given so far in the methods of the enclosing class."""
         index = self._function.class_index
@@ -261,6 +271,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             index = self._function.class_index
             if index is not None:
                 self.classes[index].setdefault(target.attr.value, []).append(value)
+        elif isinstance(target, cst.Attribute):
+            dotted = dotted_name(target)
+            if dotted is not None:
+                self._bind(dotted, value)  # `args.seed = ...`, under its dotted name (never a plain name)
 
     def _grad_effect(self, call: cst.BaseExpression) -> Optional[bool]:
         """False when a `with` item or decorator turns gradients off, True when on, None otherwise."""

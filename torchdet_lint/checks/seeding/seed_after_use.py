@@ -19,6 +19,8 @@ from torchdet_lint.names import dotted_name
 from torchdet_lint.rule import Rule, last_names
 
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
+MAX_DRAWS = 8  # draws remembered per generator and body, before its first seed
+
 
 def seeding_covers(context, call: cst.Call, qualified: Optional[str]) -> frozenset:
     """The global generators a call seeds (table helpers, config `seed-functions`)."""
@@ -42,7 +44,10 @@ class SeedAfterRngUse(Rule):
     seed was meant to fix.
 
     A seed that comes after a draw which an earlier seed already covered (a
-    deliberate re-seed, as in tests) is not reported.
+    deliberate re-seed, as in tests) is not reported, nor a draw that makes
+    the seed itself (`if opt.seed is None: opt.seed = random.randint(...)`
+    before `random.seed(opt.seed)`): that seed changes between runs, which is
+    TDL007's finding.
 
     ## Known problems
     Only one body at a time is seen (a module with its main block, or one
@@ -75,8 +80,8 @@ class SeedAfterRngUse(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        # One frame per body: (first unseeded draw per kind, kinds seeded so far).
-        self.frames: List[Tuple[Dict[str, cst.Call], Set[str]]] = [({}, set())]
+        # One frame per body: (the first unseeded draws per kind, kinds seeded so far).
+        self.frames: List[Tuple[Dict[str, List[cst.Call]], Set[str]]] = [({}, set())]
         self.module_classes: Set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -106,7 +111,14 @@ class SeedAfterRngUse(Rule):
         qualified = self.context.call_name(node)
         covers = seeding_covers(self.context, node, qualified)
         if covers:
-            late = [(kind, drawn[kind]) for kind in RNG_KINDS if kind in covers and kind in drawn]
+            sources = self._seed_sources(node)
+            late = [
+                (kind, draw)
+                for kind in RNG_KINDS
+                if kind in covers
+                for draw in [next((d for d in drawn.get(kind, ()) if not any(_within(d, v) for v in sources)), None)]
+                if draw is not None
+            ]
             if late:
                 kind, draw = late[0]
                 line = self.context.node_range(draw)[0]
@@ -123,7 +135,19 @@ class SeedAfterRngUse(Rule):
             return
         kind = self._draw(node, qualified)
         if kind is not None and kind not in seeded:
-            drawn.setdefault(kind, node)
+            draws = drawn.setdefault(kind, [])
+            if len(draws) < MAX_DRAWS:
+                draws.append(node)
+
+    def _seed_sources(self, call: cst.Call) -> List[cst.BaseExpression]:
+        """What the seed of a seeding call is made of: its arguments, and the values given so far
+        to a name or attribute chain passed as the seed (`seed = random.randint(...)`)."""
+        sources: List[cst.BaseExpression] = []
+        for arg in call.args:
+            sources.append(arg.value)
+            if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                sources.extend(v for v in self.context.scopes.expression_values(arg.value) if v is not None)
+        return sources
 
     def _draw(self, node: cst.Call, qualified: Optional[str]) -> Optional[str]:
         kind = draw_kind(qualified, node)
@@ -136,3 +160,14 @@ class SeedAfterRngUse(Rule):
         if qualified is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in facts().torch_methods and self.context.imports_torch:
             return "torch"
         return None
+
+
+def _within(node: cst.CSTNode, tree: cst.CSTNode) -> bool:
+    """`node` is `tree` or one of its descendants."""
+    stack = [tree]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(current.children)
+    return False

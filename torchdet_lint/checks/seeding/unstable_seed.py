@@ -36,6 +36,11 @@ class UnstableSeedValue(Rule):
     `seed-functions`), `.manual_seed(...)` / `.seed(...)` on an object and the
     seed of an RNG constructor (`default_rng`, `RandomState`, `random.Random`).
 
+    The seed is followed through the values a name or an attribute chain
+    (`seed`, `args.seed`) was given before the call in the same function
+    (for `self.seed`, in the class's methods above it), every branch included: `if opt.seed is None: opt.seed =
+    random.randint(...)` makes `random.seed(opt.seed)` unstable on that path.
+
     ## Known problems
     `hash(x)` of a name is reported as "may be a str"; hashing a number is
     stable (hash a string with `zlib.crc32` or `hashlib` to get a stable seed).
@@ -104,17 +109,19 @@ class UnstableSeedValue(Rule):
         return value is None or (isinstance(value, cst.Name) and value.value == "None")
 
     def _unstable_value(self, node: cst.BaseExpression, depth: int) -> Optional[str]:
-        """Where an unstable seed comes from: the expression itself, or, for a name, any value
-        it was given in this function so far (every branch counts: `if seed is None:
-        seed = os.getpid()` makes the seed unstable on that path)."""
-        if isinstance(node, cst.Name):
+        """Where an unstable seed comes from: the expression itself, or, for a name or an
+        attribute chain (`args.seed`, `self.seed`), any value it was given in this function so
+        far (every branch counts: `if seed is None: seed = os.getpid()` makes the seed unstable
+        on that path)."""
+        values = self.context.scopes.expression_values(node) if isinstance(node, (cst.Name, cst.Attribute)) else []
+        if values or isinstance(node, cst.Name):
             if depth > 4:
                 return None
-            for value in self.context.scopes.values(node.value):
+            for value in values:
                 if value is not None:
                     found = self._unstable_value(value, depth + 1)
                     if found is not None:
-                        return found + f" (assigned to `{node.value}`)" if depth == 0 else found
+                        return found + f" (assigned to `{dotted_name(node)}`)" if depth == 0 else found
             return None
         if not isinstance(node, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.Attribute, cst.IfExp)):
             return None
