@@ -19,6 +19,7 @@ from torchdet_lint.model.facts import (
     LAMBDA_CALLERS,
     RUNNER_METHODS,
     RUNNERS,
+    builds_from_module_dict,
     config_helpers,
     draw_kind,
     entry_configured,
@@ -110,6 +111,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.module_rng_names: Set[str] = set()
         self.nested: Dict[str, Dict[str, str]] = {}  # function key -> its nested functions' keys
         self.running_lambdas: Set[int] = set()
+        # ids of the arguments of device queries: `get_device_properties(torch.device("cuda"))` runs no kernel.
+        self.query_arguments: Set[int] = set()
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -376,12 +379,17 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # A function handed to a call may run (`launch(main)`); one handed to a constructor or a
         # container (`OpInfo(sample_inputs_func=f)`, `dict(fn=f)`) is stored for later.
         callee = (qualified or dotted_name(func) or "").rsplit(".", 1)[-1]
+        # `partial(f, ...)` makes a callable for later: a function handed to it is reached (as by a
+        # runner), a class is not instantiated by it (`SwiGLU = partial(GluMlp, act=...)` builds nothing).
+        binds_arguments = qualified == "functools.partial"
         stores_nothing = bool(callee) and not callee[:1].isupper() and qualified not in CONTAINERS
         for arg in node.args:
             value = arg.value
             if type(value) is cst.Name or type(value) is cst.Attribute:
                 reference = self._target(value)
-                if reference and runs_arguments:
+                if reference and binds_arguments:
+                    function.add_reference(reference)
+                elif reference and runs_arguments:
                     function.add_call(reference, seen)
                 elif reference and stores_nothing and (reference.startswith(".") or reference.split(".", 1)[0] in self.context.first_party):
                     function.add_reference(reference)
@@ -391,6 +399,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.add_call(instance_call, seen)
         # RNG draws
         kind = draw_kind(qualified, node)
+        if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
+            kind = "torch"
         if kind is None and is_dataloader(qualified):
             if loader_shuffles(node, self.context.call_name) and not _seeded_generator(node):
                 kind = "torch"
@@ -423,9 +433,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self._cuda(function, site(f"`{_spelling(func)}()`"))
         elif attribute == "to" and any(mentions_cuda(arg.value) for arg in node.args if arg.keyword is None):
             self._cuda(function, site("`.to(\"cuda\")`"))
-        elif qualified is not None and qualified.startswith("torch.cuda.") and is_cuda_work(qualified):
-            self._cuda(function, site(f"`{_spelling(func)}(...)`"))
-        elif qualified == "torch.device" and mentions_cuda(arg_value(node, "type", 0)):
+        elif qualified is not None and qualified.startswith("torch.cuda."):
+            if is_cuda_work(qualified):
+                self._cuda(function, site(f"`{_spelling(func)}(...)`"))
+            else:
+                self.query_arguments.update(id(arg.value) for arg in node.args)
+        elif qualified == "torch.device" and id(node) not in self.query_arguments and mentions_cuda(arg_value(node, "type", 0)):
             self._cuda(function, site("`torch.device(\"cuda\")`"))
         # convolutions and explicit cuDNN benchmark choices (TDL406)
         if qualified is not None:
@@ -660,6 +673,8 @@ def _spelling(func: cst.BaseExpression) -> str:
         return dotted
     if isinstance(func, cst.Attribute):
         return "." + func.attr.value
+    if isinstance(func, cst.Subscript) and dotted_name(func.value) is not None:
+        return f"{dotted_name(func.value)}[...]"
     return "call"
 
 

@@ -165,9 +165,19 @@ def draw_kind(name: Optional[str], call: Optional[cst.Call] = None) -> Optional[
     module, _, last = name.rpartition(".")
     if module in table.random_class_modules and (last.startswith("Random") or last in table.random_class_names):
         return "torch"
-    if any(name.startswith(prefix) and last[:1].islower() and not last.startswith(("get_", "list_")) for prefix in table.torch_prefixes):
-        return "torch"
+    for prefix in table.torch_prefixes:
+        # A public builder (`torchvision.models.resnet50`), not the module's plumbing
+        # (`models.__dict__.keys()`, `models._utils...`) nor its registry queries.
+        if name.startswith(prefix) and last[:1].islower() and not last.startswith(("get_", "list_")):
+            if not any(part.startswith("_") for part in name[len(prefix) :].split(".")):
+                return "torch"
     return None
+
+
+def builds_from_module_dict(name: Optional[str]) -> bool:
+    """`models.__dict__[args.arch](...)`: a builder looked up by name in a module of random
+    builders (the subscripted object is `name`)."""
+    return bool(name) and name.endswith(".__dict__") and any(name[: -len("__dict__")] == prefix for prefix in facts().torch_prefixes)
 
 
 GENERATOR_POSITION = {
@@ -282,6 +292,8 @@ CUDA_NOT_WORK = frozenset(
         # Housekeeping that runs no kernel (RULES.md "Decisions from real repositories").
         "synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
         "reset_accumulated_memory_stats", "memory_cached", "max_memory_cached", "ipc_collect",
+        # Version queries (`torch.cuda.nccl.version()`).
+        "version",
     }
 )
 

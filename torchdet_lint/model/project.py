@@ -25,6 +25,12 @@ from torchdet_lint.settings import Settings
 Node = Tuple[str, str]  # (file path as displayed, function key)
 
 
+# Files that a package or a tool imports as a module, never runs as a script: a package's
+# `__init__.py`, pytest's `conftest.py`, torch.hub's `hubconf.py` (its module-level code
+# registers the models the hub serves).
+IMPORTED_BY_TOOLS = frozenset({"__init__.py", "conftest.py", "hubconf.py"})
+
+
 @dataclass
 class Located:
     path: str
@@ -141,7 +147,7 @@ class Project:
                 reason = "__main__.py"
             elif summary.configured_entry or entry_configured(self.settings, display):
                 reason = "configured"
-            elif summary.module_work and name != "__init__.py" and "." not in (summary.module_name or ""):
+            elif summary.module_work and name not in IMPORTED_BY_TOOLS and "." not in (summary.module_name or ""):
                 # A module inside a package is library code even when nothing in the
                 # run imports it (a one-file run, or an API imported by users): only a
                 # main block, `__main__.py` or config `entry-points` make it an entry point.

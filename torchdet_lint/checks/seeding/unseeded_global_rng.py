@@ -148,8 +148,10 @@ class UnseededTorch(_UnseededGlobalRng):
     A function handed to another call is followed only when that call runs
     it (`fire.Fire(main)`, `typer.run`, `mp.spawn(worker, ...)`,
     `Process(target=...)`, `executor.submit(fn)`, `functools.partial`, ...);
-    for a file listed in config `entry-points`, each of its module-level
-    functions counts as a start. A seed in a branch
+    a class handed to `functools.partial` is not built by it. For a file
+    listed in config `entry-points`, each of its module-level functions
+    counts as a start. `conftest.py` and `hubconf.py` are imported by
+    pytest and `torch.hub`: they are not scripts. A seed in a branch
     (`if args.seed is not None:`) counts as a seed.
 
     ## Options
