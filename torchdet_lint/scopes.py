@@ -12,7 +12,7 @@ they carry, so that `names.find_arg` sees them (RULES.md, "Keyword dictionaries"
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -82,6 +82,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.escapes: Set[Tuple[Optional[str], str]] = set()
         self._callee_nodes: Set[int] = set()
         self.identities: List[Optional[Tuple[Optional[str], str]]] = []  # per enclosing def
+        # Device guards: (id of a block, the tensors known to be on the CPU in it), innermost last;
+        # blocks of `if` statements seen but not yet entered wait in `_guarded_blocks`.
+        self.cpu_blocks: List[Tuple[int, FrozenSet[str]]] = []
+        self._guarded_blocks: Dict[int, FrozenSet[str]] = {}
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -177,9 +181,14 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         """What a tensor expression visibly is: `torch.from_numpy(...)`, `.numpy()`-derived and
         `torch.tensor(...)` / `torch.as_tensor(...)` without `device=` or `requires_grad=True` are
         CPU tensors without gradient; `.detach()` drops the gradient, `.cpu()` moves to the CPU,
-        `.cuda()` / `.to(...)` move away from it. Names are followed through the function's bindings."""
+        `.cuda()` / `.to(...)` move away from it. Names are followed through the function's bindings.
+        In the branch of a device test (`if not x.is_cuda:`), `x` is on the CPU."""
         if node is None or depth > MAX_DEPTH:
             return TensorState()
+        if self.cpu_blocks and depth == 0 and type(node) in (cst.Name, cst.Attribute):
+            name = dotted_name(node)
+            if name is not None and any(name in names for _, names in self.cpu_blocks):
+                return TensorState(self.tensor_state(node, 1).no_grad, True)
         if isinstance(node, cst.Name):
             values = self.values(node.value)
             if not values or values[-1] is None:
@@ -364,6 +373,23 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         if isinstance(node.name, (cst.Name, cst.Tuple, cst.List)):
             self._bind_target(node.name, None)
 
+    def visit_If(self, node: cst.If) -> None:
+        on_cpu_if_true, on_cpu_if_false = cpu_guard(node.test)
+        if on_cpu_if_true:
+            self._guarded_blocks[id(node.body)] = on_cpu_if_true
+        if on_cpu_if_false and isinstance(node.orelse, cst.Else):
+            self._guarded_blocks[id(node.orelse.body)] = on_cpu_if_false
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if self._guarded_blocks:
+            names = self._guarded_blocks.pop(id(node), None)
+            if names:
+                self.cpu_blocks.append((id(node), names))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        if self.cpu_blocks and self.cpu_blocks[-1][0] == id(original_node):
+            self.cpu_blocks.pop()
+
     def visit_With(self, node: cst.With) -> None:
         effects = [self._grad_effect(item.item) for item in node.items if isinstance(item.item, (cst.Call, cst.Name, cst.Attribute))]
         known = [effect for effect in effects if effect is not None]
@@ -402,6 +428,35 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 pairs = self.keyword_dict(arg.value.value)
                 if pairs is not None:
                     remember_keyword_dict(arg, pairs)
+
+
+def cpu_guard(test: cst.BaseExpression) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """The tensors an `if` test puts on the CPU: (in its body, in its `else`). Device tests:
+    `x.is_cuda`, `x.is_cpu`, `x.device.type == "cpu"` (or `"cuda"`, `!=`), negated with `not`,
+    and joined with `and` (both hold in the body)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        body, orelse = cpu_guard(test.expression)
+        return orelse, body
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return cpu_guard(test.left)[0] | cpu_guard(test.right)[0], frozenset()
+    if isinstance(test, cst.Attribute) and test.attr.value in ("is_cuda", "is_cpu"):
+        name = dotted_name(test.value)
+        if name is None:
+            return frozenset(), frozenset()
+        return (frozenset({name}), frozenset()) if test.attr.value == "is_cpu" else (frozenset(), frozenset({name}))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, target = test.left, test.comparisons[0]
+        device = literal(target.comparator)
+        is_type = isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute) and left.value.attr.value == "device"
+        if is_type and device in ("cpu", "cuda") and isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            name = dotted_name(left.value.value)
+            if name is None:
+                return frozenset(), frozenset()
+            cpu_when_equal = device == "cpu"
+            if isinstance(target.operator, cst.NotEqual):
+                cpu_when_equal = not cpu_when_equal
+            return (frozenset({name}), frozenset()) if cpu_when_equal else (frozenset(), frozenset({name}))
+    return frozenset(), frozenset()
 
 
 def _moves_to_cpu(call: cst.Call) -> bool:

@@ -391,7 +391,10 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     function decorated with them or only ever called from such code, and
     on a tensor visibly without gradient (`torch.from_numpy(...)`,
     `.detach()`, `torch.tensor(...)` without `requires_grad=True`); a tensor
-    visibly on the CPU rules out CUDA-only kernels. A method whose receiver
+    visibly on the CPU rules out CUDA-only kernels, and so does a device
+    test around the call: in `if not x.is_cuda:` (or the `else` of
+    `if x.is_cuda:`, `if x.is_cpu:`, `if x.device.type == "cpu":`), `x` is
+    on the CPU. A method whose receiver
     is visibly not a tensor (bound from a non-torch class or a NumPy call,
     or annotated with another type) is not matched.
 
