@@ -390,6 +390,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         if self.cpu_blocks and self.cpu_blocks[-1][0] == id(original_node):
             self.cpu_blocks.pop()
 
+    # A one-line body (`if not x.is_cuda: return f(x)`) is guarded the same way.
+    visit_SimpleStatementSuite = visit_IndentedBlock
+    leave_SimpleStatementSuite = leave_IndentedBlock
+
     def visit_With(self, node: cst.With) -> None:
         effects = [self._grad_effect(item.item) for item in node.items if isinstance(item.item, (cst.Call, cst.Name, cst.Attribute))]
         known = [effect for effect in effects if effect is not None]

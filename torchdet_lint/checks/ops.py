@@ -394,9 +394,9 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     visibly on the CPU rules out CUDA-only kernels, and so does a device
     test around the call: in `if not x.is_cuda:` (or the `else` of
     `if x.is_cuda:`, `if x.is_cpu:`, `if x.device.type == "cpu":`), `x` is
-    on the CPU. A method whose receiver
-    is visibly not a tensor (bound from a non-torch class or a NumPy call,
-    or annotated with another type) is not matched.
+    on the CPU. A method whose receiver is visibly not a tensor (bound from
+    a non-torch class or a NumPy call, or annotated with another type) is
+    not matched.
 
     ## Known problems
     Static analysis does not know the device, dtype, rank or whether a

@@ -38,8 +38,9 @@ class UnstableSeedValue(Rule):
 
     The seed is followed through the values a name or an attribute chain
     (`seed`, `args.seed`) was given before the call in the same function
-    (for `self.seed`, in the class's methods above it), every branch included: `if opt.seed is None: opt.seed =
-    random.randint(...)` makes `random.seed(opt.seed)` unstable on that path.
+    (for `self.seed`, in the class's methods above it), every branch
+    included: `if opt.seed is None: opt.seed = random.randint(...)` makes
+    `random.seed(opt.seed)` unstable on that path.
 
     ## Known problems
     `hash(x)` of a name is reported as "may be a str"; hashing a number is
