@@ -152,6 +152,25 @@ def test_the_summary_index_is_filled_cold_and_read_warm(tmp_path: Path) -> None:
     assert _codes(_json("train.py", cwd=project), "train.py") == ["TDL001"]
 
 
+def test_with_no_marker_the_working_directory_is_the_root_unless_it_is_home(tmp_path: Path) -> None:
+    """A home directory (or /) is where a command is run from, not a project: walking it
+    for a file with no marker above took minutes. Any other working directory is the root."""
+
+    def context_files(cwd: Path, home: Path) -> int:
+        code, _, err = run_cli("--verbose", "scripts/train2.py", cwd=cwd, env={"HOME": str(home)})
+        assert code == 1, err  # train2.py never seeds
+        line = next(line for line in err.splitlines() if line.startswith("timings: "))
+        return json.loads(line[len("timings: "):])["context_files"]
+
+    for directory in (tmp_path / "home", tmp_path / "work"):
+        (directory / "scripts").mkdir(parents=True)
+        (directory / "scripts" / "train2.py").write_text(UNSEEDED, encoding="utf-8")
+        (directory / "notes.py").write_text("print('not part of the script')\n", encoding="utf-8")
+    assert context_files(tmp_path / "home", home=tmp_path / "home") == 0
+    assert not (tmp_path / "home" / ".torchdet_lint_cache").exists()
+    assert context_files(tmp_path / "work", home=tmp_path / "home") == 1
+
+
 def test_a_monorepo_lints_each_sub_project_at_its_own_torch_version(tmp_path: Path) -> None:
     """`index_add_` raises under the flag before torch 1.9 (TDL202) and has a deterministic
     implementation after (TDL201, not in the default selection)."""

@@ -5,7 +5,9 @@ A file's configuration is the nearest `pyproject.toml` above it with a
 `[tool.torchdet-lint]` table (`--config` overrides it for all files), as in
 Ruff. Its project root is the directory of that configuration, else the
 nearest ancestor holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`,
-else the working directory (RULES.md, "Decisions from real repositories").
+else the working directory (RULES.md, "Decisions from real repositories"),
+unless that is the home directory or the filesystem root: then the file's own
+directory.
 The project is the tree under its root, minus nested sub-projects (a
 directory whose files have another root) and excluded files: what
 `torchdet-lint .` at the root lints. Named files are reported; the project's
@@ -139,7 +141,8 @@ class Workspace:
         marked = self._nearest_marker_directory(directory)
         if marked is not None:
             return marked, config
-        return (self.cwd if _is_within(directory, self.cwd) else directory), config
+        fallback_is_cwd = _is_within(directory, self.cwd) and not _never_a_project(self.cwd)
+        return (self.cwd if fallback_is_cwd else directory), config
 
     def scope_for(self, directory: Path) -> ProjectScope:
         root, config = self.root_for(directory)
@@ -266,6 +269,13 @@ class Workspace:
         elif all(file.path != path for file in scope.files):
             scope.files = sorted([*scope.files, SourceFile(path, display_path(path, self.cwd), True)], key=lambda f: f.display)
         return scope
+
+
+def _never_a_project(directory: Path) -> bool:
+    """The filesystem root and the home directory are where commands are run from,
+    not projects: a file with no marker above it, linted from there, is a project
+    of its own directory (walking the whole disk or home took minutes)."""
+    return directory == Path(directory.anchor) or directory == Path(os.path.abspath(os.path.expanduser("~")))
 
 
 def _is_within(path: Path, directory: Path) -> bool:
