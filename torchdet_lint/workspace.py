@@ -71,6 +71,7 @@ class Workspace:
         overrides: Callable[[Settings], Settings] = lambda settings: settings,
     ) -> None:
         self.cwd = Path(os.path.abspath(cwd or Path.cwd()))
+        self._cwd_may_be_a_root = not _never_a_project(self.cwd)
         self.config_override = Path(os.path.abspath(config_override)) if config_override else None
         self.overrides = overrides
         self._nearest_config: Dict[Path, Optional[Path]] = {}
@@ -141,8 +142,7 @@ class Workspace:
         marked = self._nearest_marker_directory(directory)
         if marked is not None:
             return marked, config
-        fallback_is_cwd = _is_within(directory, self.cwd) and not _never_a_project(self.cwd)
-        return (self.cwd if fallback_is_cwd else directory), config
+        return (self.cwd if self._cwd_may_be_a_root and _is_within(directory, self.cwd) else directory), config
 
     def scope_for(self, directory: Path) -> ProjectScope:
         root, config = self.root_for(directory)
