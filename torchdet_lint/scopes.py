@@ -86,6 +86,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         # blocks of `if` statements seen but not yet entered wait in `_guarded_blocks`.
         self.cpu_blocks: List[Tuple[int, FrozenSet[str]]] = []
         self._guarded_blocks: Dict[int, FrozenSet[str]] = {}
+        self._with_values: Dict[int, cst.Call] = {}  # `with <call> as name`: the call, until `name` is bound
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -371,7 +372,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_AsName(self, node: cst.AsName) -> None:
         if isinstance(node.name, (cst.Name, cst.Tuple, cst.List)):
-            self._bind_target(node.name, None)
+            # `with ctx.Pool(4) as pool:` binds the pool (RULES.md, "Process boundaries").
+            self._bind_target(node.name, self._with_values.pop(id(node), None))
 
     def visit_If(self, node: cst.If) -> None:
         on_cpu_if_true, on_cpu_if_false = cpu_guard(node.test)
@@ -398,6 +400,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         effects = [self._grad_effect(item.item) for item in node.items if isinstance(item.item, (cst.Call, cst.Name, cst.Attribute))]
         known = [effect for effect in effects if effect is not None]
         self.with_grad.append(known[-1] if known else None)
+        for item in node.items:
+            if item.asname is not None and type(item.item) is cst.Call:
+                self._with_values[id(item.asname)] = item.item
 
     def leave_With(self, original_node: cst.With) -> None:
         self.with_grad.pop()

@@ -34,6 +34,7 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
     mentions_cuda,
 )
+from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
     LAMBDA_KEY,
@@ -45,9 +46,11 @@ from torchdet_lint.model.summary import (
     DatasetRef,
     FileSummary,
     FunctionSummary,
+    FunctionTop,
     LoaderSite,
     RngAttribute,
     Site,
+    Spawn,
     WorkerFunction,
 )
 from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
@@ -113,6 +116,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.running_lambdas: Set[int] = set()
         # ids of the arguments of device queries: `get_device_properties(torch.device("cuda"))` runs no kernel.
         self.query_arguments: Set[int] = set()
+        self.spawn_calls: List[Tuple[cst.Call, Spawn]] = []  # placed in `finish`
+        # Enclosing `if` statements: [node, in its else branch]; a seed guarded by one is copied with it.
+        self.ifs: List[List[Any]] = []
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -181,7 +187,14 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self.keys.append((MAIN_KEY, None, set(), {}))
             self.module_statement_depth += 1
             return
+        if self.ifs and self.ifs[-1][0].orelse is node:
+            self.ifs[-1][1] = True  # an `elif`: the outer test does not hold here
+        self.ifs.append([node, False])
         self._enter_compound(node)
+
+    def visit_Else(self, node: cst.Else) -> None:
+        if self.ifs:
+            self.ifs[-1][1] = True
 
     def leave_If(self, original_node: cst.If) -> None:
         if original_node is self.main_guard:
@@ -189,6 +202,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self.in_main = False
             self.module_statement_depth -= 1
             return
+        self.ifs.pop()
         self._leave_compound()
 
     def visit_For(self, node: cst.For) -> None:
@@ -383,8 +397,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # runner), a class is not instantiated by it (`SwiGLU = partial(GluMlp, act=...)` builds nothing).
         binds_arguments = qualified == "functools.partial"
         stores_nothing = bool(callee) and not callee[:1].isupper() and qualified not in CONTAINERS
+        started = None
+        if qualified in LAUNCHERS or qualified in PROCESS_CLASSES or attribute == "Process" or attribute in POOL_METHODS:
+            started = self._process_start(node, qualified, index)
         for arg in node.args:
             value = arg.value
+            if value is started:
+                continue  # runs in another process: a spawned entry point, not a call (RULES.md)
             if type(value) is cst.Name or type(value) is cst.Attribute:
                 reference = self._target(value)
                 if reference and binds_arguments:
@@ -419,8 +438,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             helper = self.facts.helpers.get(qualified)
             covered = helper_covers(helper, node) if helper is not None else self.config_helpers.get(qualified)
             if covered:
+                seeding = site(f"`{_spelling(func)}(...)`")
+                self._seed_argument(node, seeding)
                 for kind_covered in covered:
-                    function.add_cover(kind_covered, site(f"`{_spelling(func)}(...)`"))
+                    function.add_cover(kind_covered, seeding)
+            elif sets_spawn_start(qualified, node):
+                function.add_cover("spawn-start", site(f"`{_spelling(func)}(...)`"))
             elif qualified in self.facts.cuda_only:
                 function.add_cover("cuda", site(f"`{_spelling(func)}(...)`"))
         elif attribute in self.facts.method_helpers:
@@ -468,6 +491,35 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         worker_fn = arg_value(node, "worker_init_fn")
         if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
+
+    def _process_start(self, node: cst.Call, qualified: Optional[str], index: int) -> Optional[cst.BaseExpression]:
+        """Record a function started in a new process; return the argument that names it."""
+        started = process_start(node, qualified, self.context.qualified_name, self.context.scopes)
+        if started is None or started[1] == FORK:
+            return None
+        expression, method = started
+        target = self._target(expression) if type(expression) in (cst.Name, cst.Attribute) else None
+        if target is None:
+            return None
+        code = self.context.module.code_for_node
+        spawn = Spawn(target, method, code(expression), _spelling(node.func))
+        self.function.spawns.append(spawn)
+        self.spawn_calls.append((node, spawn))
+        return expression
+
+    def _seed_argument(self, node: cst.Call, site: Site) -> None:
+        """The seed a seeding call passes, and the `if` that guards it on that seed
+        (`if args.seed is not None:`): a spawned worker's fix seeds the same way."""
+        found = find_arg(node, "seed", 0)
+        if found is None or found.star:
+            return
+        seed = found.value
+        code = self.context.module.code_for_node
+        site.argument = code(seed)
+        if self.ifs and not self.ifs[-1][1]:
+            test = code(self.ifs[-1][0].test)
+            if site.argument in test:
+                site.guard = test
 
     def _instance_calls(self, func: cst.BaseExpression) -> List[str]:
         """What calling an object runs: `model(x)` for `model = Net()` (its `__call__`, or `forward`
@@ -574,7 +626,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             or self.context.path.endswith((".ipynb", "__main__.py"))
             or bool(self.loader_calls)
         )
-        located = self.context.has_reports or bool(self.loader_calls)  # findings to place in their functions
+        located = self.context.has_reports or bool(self.loader_calls) or bool(self.spawn_calls)  # findings to place in their functions
         if needs_anchors or self.pending or located:
             tree = self.context.python_tree()
             if tree is not None:
@@ -585,6 +637,35 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     summary.spans = function_spans(tree)
         if self.loader_calls:
             self._loader_sites()
+        if self.spawn_calls:
+            self._spawn_sites()
+
+    def _spawn_sites(self) -> None:
+        """Where each process start is (its diagnostics), and where the fixes of the functions
+        of this file that it starts go: the top of their bodies."""
+        context = self.context
+        for node, spawn in self.spawn_calls:
+            spawn.line, column, spawn.end_line, end_column = context.node_range(node)
+            spawn.column, spawn.end_column = column + 1, end_column + 1
+            spawn.start_offset, spawn.end_offset = context.node_offsets(node)
+        module_names = sorted(set(self.module_defs) | set(self.resolver.module_final))
+        for _, spawn in self.spawn_calls:
+            name = spawn.target[1:]
+            node = self.function_nodes.get(name) if spawn.target.startswith(".") else None
+            if node is None or name in self.summary.function_tops or type(node.body) is not cst.IndentedBlock:
+                continue
+            body = node.body.body
+            first = body[1] if len(body) > 1 and _is_docstring(body[0]) else body[0]
+            if first is body[0] and _is_docstring(first):
+                continue  # a body that is only a docstring: nothing to put the lines before
+            line = context.node_range(first)[0]
+            indent = context.lines.line_text(line)[: context.node_range(first)[1]]
+            if indent.strip():
+                continue  # `def f(): ...; x` on one line
+            params = node.params
+            names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+            names += [p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+            self.summary.function_tops[name] = FunctionTop(context.lines.offset(line, 0), line, indent, names + module_names)
 
     def _lines(self, tree: ast.Module) -> None:
         """Lines of the recorded sites: the i-th call (assignment) visited is the
@@ -665,6 +746,15 @@ def _signature(node: cst.FunctionDef) -> Tuple[int, str, bool]:
     required = sum(1 for p in positional if p.default is None) + sum(1 for p in params.kwonly_params if p.default is None)
     names = {p.name.value for p in (*positional, *params.kwonly_params)}
     return required, positional[0].name.value if positional else "", "seed" in names
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        type(statement) is cst.SimpleStatementLine
+        and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Expr
+        and type(statement.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)
+    )
 
 
 def _spelling(func: cst.BaseExpression) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 from torchdet_lint.diagnostics import Diagnostic
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
+from torchdet_lint.model.processes import SPAWN
 from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_SITES,
@@ -19,6 +20,7 @@ from torchdet_lint.model.summary import (
     REGISTRY_MEMBER,
     FileSummary,
     Site,
+    Spawn,
 )
 from torchdet_lint.settings import Settings
 
@@ -49,6 +51,7 @@ class Reach:
     cuda: List[Located] = field(default_factory=list)
     ops: List[Located] = field(default_factory=list)
     loading: List[Located] = field(default_factory=list)  # DataLoaders, random samplers and splits
+    spawns: List[Tuple[str, Spawn]] = field(default_factory=list)  # (file, process start): the processes it starts
 
     def merge(self, other: "Reach") -> None:
         for kind, sites in other.draws.items():
@@ -59,6 +62,9 @@ class Reach:
         _extend(self.cuda, other.cuda)
         _extend(self.ops, other.ops)
         _extend(self.loading, other.loading)
+        for spawn in other.spawns:
+            if spawn not in self.spawns:
+                self.spawns.append(spawn)
 
 
 def _extend(mine: List[Located], more: Iterable[Located]) -> None:
@@ -72,12 +78,24 @@ def _extend(mine: List[Located], more: Iterable[Located]) -> None:
 @dataclass
 class EntryPoint:
     path: str
-    reason: str  # "main block", "__main__.py", "notebook", "configured", "script"
+    reason: str  # "main block", "__main__.py", "notebook", "configured", "script", "spawned"
     summary: FileSummary
+    # A spawned entry point (RULES.md, "Process boundaries"): the call that starts the process
+    # (in `path`), the entry point that runs that call, and the functions started.
+    spawn: Optional[Spawn] = None
+    parent: Optional["EntryPoint"] = None
+    targets: Tuple[Node, ...] = ()
 
     @property
     def line(self) -> int:
+        if self.spawn is not None:
+            return self.spawn.line
         return self.summary.main_guard_line or 1
+
+    @property
+    def root(self) -> "EntryPoint":
+        """The entry point the user runs (a spawned one's outermost parent)."""
+        return self if self.parent is None else self.parent.root
 
 
 class Project:
@@ -111,6 +129,8 @@ class Project:
         self._edges: Dict[Node, List[Node]] = {}
         self._resolved: Dict[Tuple[str, str], List[Node]] = {}
         self._helpers: Optional[List[Tuple[Node, Reach]]] = None
+        self._spawned: Optional[List[EntryPoint]] = None
+        self._spawn_start: Optional[Set[str]] = None
 
     # -- the module graph ------------------------------------------------------------------
     @property
@@ -158,6 +178,55 @@ class Project:
             if reason is not None:
                 entries.append(EntryPoint(display, reason, summary))
         return entries
+
+    # -- process boundaries ----------------------------------------------------------------------
+    def sets_spawn_start(self, display: str) -> bool:
+        """Whether a file calls `set_start_method("spawn"|"forkserver")`: then its `Process`es and
+        `Pool`s of the default context start fresh interpreters too. (Where the start method is
+        set in another file, they are taken for forks, Linux's default.)"""
+        if self._spawn_start is None:
+            self._spawn_start = {
+                path for path, summary in self.summaries.items() if any("spawn-start" in f.covers for f in summary.functions.values())
+            }
+        return display in self._spawn_start
+
+    def is_boundary(self, display: str, spawn: Spawn) -> bool:
+        return spawn.method == SPAWN or self.sets_spawn_start(display)
+
+    @property
+    def spawned_entry_points(self) -> List[EntryPoint]:
+        """Functions started in a new process by code an entry point (or another spawned one) runs."""
+        if self._spawned is None:
+            self._spawned = self._find_spawned()
+        return self._spawned
+
+    def _find_spawned(self) -> List[EntryPoint]:
+        if not any(f.spawns for summary in self.summaries.values() for f in summary.functions.values()):
+            return []
+        found: Dict[Tuple[str, int, int, str], EntryPoint] = {}
+        pending = list(self.entry_points)
+        while pending:
+            parent = pending.pop(0)
+            for display, spawn in self.entry_reach(parent).spawns:
+                key = (display, spawn.line, spawn.column, spawn.target)
+                targets = tuple(self.resolve(display, spawn.target))
+                if key in found or not targets:
+                    continue
+                entry = EntryPoint(display, "spawned", self.summaries[display], spawn, parent, targets)
+                found[key] = entry
+                pending.append(entry)
+        return sorted(found.values(), key=lambda e: (e.path, e.line, e.spawn.column))
+
+    @property
+    def reported_spawned_entry_points(self) -> List[EntryPoint]:
+        return [entry for entry in self.spawned_entry_points if self.is_reported(entry.path)]
+
+    def parent_only(self, entry: EntryPoint, kind: str) -> Optional[Located]:
+        """For a spawned entry point, the parent's setting of `kind` (a seed, the flag) that does not
+        carry over into the new process."""
+        if entry.parent is None:
+            return None
+        return self.entry_reach(entry.parent).covers.get(kind)
 
     def is_reported(self, display: str) -> bool:
         return self.reported is None or display in self.reported
@@ -287,6 +356,11 @@ class Project:
             for reference in function.references:
                 if self.class_node(display, reference) is None:
                     targets.extend(self.resolve(display, reference))
+            # A function started in a new process is not part of this process (a spawned entry
+            # point), unless the start method is the default one and nothing sets it to "spawn".
+            for spawn in function.spawns:
+                if not self.is_boundary(display, spawn):
+                    targets.extend(self.resolve(display, spawn.target))
         unique = list(dict.fromkeys(t for t in targets if t != node and t[0] in self.summaries))
         self._edges[node] = unique
         return unique
@@ -310,6 +384,7 @@ class Project:
         own.cuda = [Located(display, s) for s in function.cuda]
         own.ops = [Located(display, s) for s in function.ops]
         own.loading = [Located(display, s) for s in function.loading]
+        own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(display, spawn)]
         return own
 
     def _compute(self, start: Node) -> None:
@@ -368,7 +443,15 @@ class Project:
     def entry_starts(self, entry: EntryPoint) -> List[Node]:
         """Where an entry point's code starts: its module-level code and main block; for a
         configured entry point, also each of its module-level functions (a launcher, `fire`,
-        a job runner may call any of them)."""
+        a job runner may call any of them). A spawned entry point starts at the functions started and
+        at the module-level code of their modules and of the program's main module, which a new
+        process imports again (its main block it does not run)."""
+        if entry.spawn is not None:
+            starts = list(entry.targets)
+            for file in [*(node[0] for node in entry.targets), entry.root.path]:
+                if MODULE_KEY in self.summaries[file].functions and (file, MODULE_KEY) not in starts:
+                    starts.append((file, MODULE_KEY))
+            return starts
         keys = [MAIN_KEY, MODULE_KEY]
         if entry.reason == "configured":
             keys += [key for key in entry.summary.functions if "." not in key and not key.startswith("<")]
@@ -402,7 +485,7 @@ class Project:
     def deterministic_mode_enabled(self) -> bool:
         """RULES.md: one entry point that enables the flag silences TDL201 project-wide
         (library code included); with no entry point, nothing enables it."""
-        return any("deterministic" in self.entry_reach(entry).covers for entry in self.entry_points)
+        return any("deterministic" in self.entry_reach(entry).covers for entry in [*self.entry_points, *self.spawned_entry_points])
 
     # -- seeding helpers the fixes can call -----------------------------------------------------------
     def seeding_helpers(self) -> List[Tuple[Node, Reach]]:
@@ -426,11 +509,13 @@ class Project:
             for name, function in summary.functions.items():
                 if "." in name or name.startswith(("_", "<")) or (display, name) in configured:
                     continue
-                if not (function.covers or "seed" in name.lower() or any("seed" in c.lower() for c in function.calls)):
+                # RULES.md, "More decisions from the second sample": a helper is named for seeding and
+                # lives outside the tests (a `main()` that seeds before spawning is not one).
+                if "seed" not in name.lower() or _is_test_file(display):
                     continue
                 reach = self.reach((display, name))
-                # A helper seeds and does nothing else worth naming: no draws, no device work.
-                if any(kind in reach.covers for kind in ("torch", "random", "numpy")) and not (reach.draws or reach.cuda or reach.ops):
+                # A helper seeds and does nothing else worth naming: no draws, no device work, no processes.
+                if any(kind in reach.covers for kind in ("torch", "random", "numpy")) and not (reach.draws or reach.cuda or reach.ops or reach.spawns):
                     found.append(((display, name), reach))
         return found
 
@@ -445,26 +530,37 @@ class Project:
     # -- diagnostics on an entry point -----------------------------------------------------------------
     def entry_diagnostic(self, entry: EntryPoint, code: str, name: str, message: str, fix=None) -> Diagnostic:
         source = self.sources.get(entry.path)
-        text = getattr(source, "text", "") or ""
-        line = entry.line
-        offset = _line_offset(text, line)
+        spawn = entry.spawn
+        if spawn is not None:  # at the call that starts the process
+            line, column, end_line, end_column = spawn.line, spawn.column, spawn.end_line, spawn.end_column
+            offset, end_offset = spawn.start_offset, spawn.end_offset
+        else:
+            text = getattr(source, "text", "") or ""
+            line = end_line = entry.line
+            column = end_column = 1
+            offset = end_offset = _line_offset(text, line)
         diagnostic = Diagnostic(
             path=entry.path,
             line=line,
-            column=1,
-            end_line=line,
-            end_column=1,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
             code=code,
             name=name,
             message=message,
             fix=fix,
             start_offset=offset,
-            end_offset=offset,
+            end_offset=end_offset,
         )
         notebook = getattr(source, "notebook", None)
         if notebook is not None:
             diagnostic = notebook.place(diagnostic)
         return diagnostic
+
+
+def _is_test_file(display: str) -> bool:
+    path = Path(display)
+    return "tests" in path.parts[:-1] or path.name.startswith("test_") or path.name == "conftest.py"
 
 
 def _line_offset(text: str, line: int) -> int:

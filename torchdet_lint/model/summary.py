@@ -22,6 +22,34 @@ class Site:
 
     line: int
     text: str
+    argument: str = ""  # a seeding call's seed, as written (`args.seed`)
+    guard: str = ""  # the test of the `if` a seeding call sits in, when it tests that seed
+
+
+@dataclass
+class Spawn:
+    """A call that starts a function in a new process (RULES.md, "Process boundaries")."""
+
+    target: str  # the function started: a qualified name, or ".name" of this file
+    method: str  # `processes.SPAWN`, or `processes.DEFAULT` (a boundary after `set_start_method("spawn")`)
+    function: str  # the function as written (`main_worker`)
+    launcher: str  # the call as written (`mp.spawn`)
+    line: int = 0
+    column: int = 1
+    end_line: int = 0
+    end_column: int = 1
+    start_offset: int = 0
+    end_offset: int = 0
+
+
+@dataclass
+class FunctionTop:
+    """Where statements go at the top of a function's body (the fixes of a spawned entry point)."""
+
+    offset: int
+    line: int
+    indent: str
+    names: List[str]  # its parameters and the module's names: what an inserted line may use
 
 
 @dataclass
@@ -34,6 +62,7 @@ class FunctionSummary:
     cuda: List[Site] = field(default_factory=list)
     ops: List[Site] = field(default_factory=list)
     loading: List[Site] = field(default_factory=list)  # DataLoaders, random samplers and splits built here
+    spawns: List[Spawn] = field(default_factory=list)  # functions started in new processes from here
 
     def add_call(self, target: str, seen: Set[str]) -> None:
         if target not in seen:
@@ -157,6 +186,8 @@ class FileSummary:
     rng_import_edits: Dict[str, Tuple[int, str]] = field(default_factory=dict)  # module -> (offset, text) for TDL102
     # Module-level dicts, lists and tuples of functions or classes (`MODELS = {"a": NetA}`): their members.
     registries: Dict[str, List[str]] = field(default_factory=dict)
+    # Module-level functions started in new processes from this file: where their fixes go.
+    function_tops: Dict[str, FunctionTop] = field(default_factory=dict)
     # Function key -> (first line, last line), in files with findings: which code a finding is in.
     spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 
