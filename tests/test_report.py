@@ -87,7 +87,7 @@ def _reaching_entry_points(root: Path, config: Dict[str, object]):
         found = []
         for model in models:
             placed = _Findings(model, [d for d in run.diagnostics if (d.path, d.line, d.code) == (diagnostic["path"], diagnostic["line"], diagnostic["code"])])
-            for entry in model.reported_entry_points:
+            for entry in [*model.reported_entry_points, *model.reported_spawned_entry_points]:
                 if placed.reached(frozenset({diagnostic["code"]}), model.reached_nodes(entry)):
                     found.append(entry.path)
         return found
@@ -184,3 +184,51 @@ def test_unseeded_script_is_missing_in_the_report_too(tmp_path: Path) -> None:
     diagnostics = _check("train2.py", cwd=project)
     assert sorted(d["code"] for d in diagnostics if d["code"] in SEED_CODES) == SEED_CODES
     assert UNSEEDED  # the file the report and check read
+
+
+SPAWNING = """import argparse
+import random
+
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    mp.spawn(main_worker, nprocs=2, args=(args,))
+
+
+def main_worker(rank, args):
+    model = nn.Linear(4, 2)
+    print(model(torch.randn(2, 4)), random.random())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_spawned_worker_has_a_row_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "main.py").write_text(SPAWNING, encoding="utf-8")
+    code, report = _report(cwd=tmp_path)
+    assert code == 1
+    rows = {(entry["path"], entry["line"]): entry for entry in report["entry_points"]}
+    assert set(rows) == {("main.py", 15), ("main.py", 23)}
+    worker, parent = rows[("main.py", 15)], rows[("main.py", 23)]
+    assert worker["reason"] == "spawned" and worker["spawned"] == {"function": "main_worker", "launcher": "mp.spawn(...)", "parent": "main.py:23"}
+    assert parent["reason"] == "main block" and "spawned" not in parent
+    # The parent's seeds count for the parent only; the worker's draws are the worker's.
+    for check, lines in (("torch-seed", {19, 20}), ("random-seed", {20})):
+        assert parent["checks"][check]["status"] == "ok"
+        assert worker["checks"][check]["status"] == "missing"
+        assert {e["line"] for e in worker["checks"][check]["evidence"]} == lines
+    # Nothing reaches CUDA work or a catalog operation: no deterministic mode needed.
+    assert worker["checks"]["deterministic-mode"]["status"] == "not-needed"
+    code, out, _ = run_cli("report", "--color", "never", cwd=tmp_path)
+    assert "main.py:15 -> main_worker" in out and "spawned by `mp.spawn(...)` in the program that starts at main.py:23" in out

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from torchdet_lint.checks.insertions import Insertion
+from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_message
 from torchdet_lint.diagnostics import Diagnostic
 from torchdet_lint.model.project import Project
 from torchdet_lint.rule import FixAvailability, ProjectRule
@@ -40,10 +41,19 @@ class DeterministicModeNotEnabled(ProjectRule):
     of the operations reached, with their locations. Reported on the
     `if __name__` line (line 1, column 1 for other entry points).
 
+    A function started in a new process (`mp.spawn`, `start_processes`, a
+    `"spawn"`/`"forkserver"` `Process`, `Pool` or `ProcessPoolExecutor`; see
+    TDL001) starts with PyTorch's default flags: the parent's
+    `use_deterministic_algorithms(True)` and `cudnn.deterministic = True` stay
+    in the parent. Such a function is checked as an entry point of its own,
+    reported at the call that starts it, and the message cites the parent's
+    setting that does not carry over.
+
     ## Fix safety
     Unsafe: inserts `torch.use_deterministic_algorithms(True)` at the top of
     the main block (after the imports for a script, at the top of a notebook's
-    first code cell), with `import torch` when needed. Operations without a
+    first code cell; for a spawned function, at the top of its body), with
+    `import torch` when needed. Operations without a
     deterministic implementation then raise on CUDA (see TDL202), and before
     torch 2.10 cuBLAS needs `CUBLAS_WORKSPACE_CONFIG` (TDL303).
 
@@ -84,7 +94,7 @@ class DeterministicModeNotEnabled(ProjectRule):
     def check(self, project: Project) -> Iterable[Diagnostic]:
         if project.settings.assume_deterministic_mode:
             return
-        for entry in project.reported_entry_points:
+        for entry in [*project.reported_entry_points, *project.reported_spawned_entry_points]:
             reach = project.entry_reach(entry)
             if "deterministic" in reach.covers or not (reach.cuda or reach.ops):
                 continue
@@ -94,10 +104,17 @@ class DeterministicModeNotEnabled(ProjectRule):
             )
             listing = ", ".join(f"{item.site.text} at {project.where(item)}" for item in found)
             message = f"reaches {what} ({listing}) and never enables `torch.use_deterministic_algorithms(True)`"
+            where = "at the start of the entry point"
+            if entry.spawn is not None:
+                message = spawned_message(project, entry, message, "deterministic")
+                cudnn = project.parent_only(entry, "cudnn")
+                if cudnn is not None and project.parent_only(entry, "deterministic") is None:
+                    message += f"; {cudnn.site.text} at {project.where(cudnn)} runs in the parent only"
+                where = f"at the start of `{entry.spawn.function}`, in the new process"
             insertion = Insertion(project, entry, ["cuda"])
             fix = None
             if insertion.valid:
                 torch = insertion.module("torch")
                 if torch is not None:
-                    fix = insertion.fix("Enable deterministic mode at the start of the entry point", [f"{torch}.use_deterministic_algorithms(True)"])
+                    fix = insertion.fix(f"Enable deterministic mode {where}", [f"{torch}.use_deterministic_algorithms(True)"])
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)

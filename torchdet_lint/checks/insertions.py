@@ -56,7 +56,13 @@ class Insertion:
         anchors = self.summary.anchors
         self.anchors = anchors
         self.valid = anchors is not None
+        self.edits: List[Edit] = []
+        self.first_party = project.first_party
+        self.names: Optional[List[str]] = None  # for a function's top: the names bound there
         if not self.valid:
+            return
+        if entry.spawn is not None:
+            self._at_function_top(entry)
             return
         module_reach = project.reach((entry.path, MODULE_KEY)) if MODULE_KEY in self.summary.functions else Reach()
         # The main block's top is too late when module-level code already drew (or did the work).
@@ -67,8 +73,16 @@ class Insertion:
             self.offset, self.indent, self.line, self.at_main = anchors.main_top, anchors.main_indent, anchors.main_top_line, True
         else:
             self.offset, self.indent, self.line, self.at_main = anchors.after_imports, "", anchors.after_imports_line, False
-        self.edits: List[Edit] = []
-        self.first_party = project.first_party
+
+    def _at_function_top(self, entry: EntryPoint) -> None:
+        """A spawned entry point's lines go at the top of the function started, when that
+        function is in the file of the call that starts it (a fix edits one file)."""
+        top = next((self.summary.function_tops.get(key) for path, key in entry.targets if path == entry.path), None)
+        self.valid = top is not None
+        if top is not None:
+            # The module's imports and definitions are in place when the function runs.
+            self.offset, self.indent, self.line, self.at_main = top.offset, top.indent, 1 << 30, True
+            self.names = top.names
 
     def module(self, module: str) -> Optional[str]:
         """The name to use for a module, adding `import module` when needed."""

@@ -34,7 +34,8 @@ LEGEND = (
 
 
 def _entry(card: Scorecard) -> str:
-    return f"{card.path}:{card.line}"
+    where = f"{card.path}:{card.line}"
+    return f"{where} -> {card.function}" if card.function else where
 
 
 def _summary(cards: Sequence[Scorecard]) -> str:
@@ -65,7 +66,8 @@ def render_full(cards: Sequence[Scorecard], style: Callable[..., str], width: in
         labels = [f"{check}: {card.checks[check].status}" for card in cards for check in CHECKS]
         column = 2 + max(len(label) for label in labels) + 2
         for card in cards:
-            lines.append(style(f"{_entry(card)} ({card.reason})", "1"))
+            reason = f"spawned by `{card.launcher}` in the program that starts at {card.parent}" if card.function else card.reason
+            lines.append(style(f"{_entry(card)} ({reason})", "1"))
             for check in CHECKS:
                 result = card.checks[check]
                 if result.status == NOT_NEEDED:
@@ -119,5 +121,8 @@ def render_json(cards: Sequence[Scorecard]) -> str:
                     element["cell"] = item.cell
                 evidence.append(element)
             checks[check] = {"status": result.status, "evidence": evidence}
-        entries.append({"path": card.path, "line": card.line, "reason": card.reason, "checks": checks})
+        entry: Dict[str, object] = {"path": card.path, "line": card.line, "reason": card.reason, "checks": checks}
+        if card.function:
+            entry["spawned"] = {"function": card.function, "launcher": card.launcher, "parent": card.parent}
+        entries.append(entry)
     return json.dumps({"entry_points": entries}, indent=2) + "\n"

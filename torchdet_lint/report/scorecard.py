@@ -65,8 +65,13 @@ class Scorecard:
 
     path: str
     line: int
-    reason: str  # why it is an entry point: "main block", "script", ...
+    reason: str  # why it is an entry point: "main block", "script", "spawned", ...
     checks: Dict[str, CheckResult] = field(default_factory=dict)
+    # A spawned entry point: the function the new process runs, the call that starts it, and
+    # where the program that starts it begins (`path:line`).
+    function: Optional[str] = None
+    launcher: Optional[str] = None
+    parent: Optional[str] = None
 
     @property
     def reproducible(self) -> bool:
@@ -104,8 +109,11 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
     """The scorecard of every reported entry point of a project."""
     findings = _Findings(project, diagnostics)
     cards = []
-    for entry in project.reported_entry_points:
+    for entry in [*project.reported_entry_points, *project.reported_spawned_entry_points]:
         card = Scorecard(entry.path, entry.line, entry.reason)
+        if entry.spawn is not None and entry.parent is not None:
+            card.function, card.launcher = entry.spawn.function, f"{entry.spawn.launcher}(...)"
+            card.parent = f"{entry.parent.path}:{entry.parent.line}"
         reach = project.entry_reach(entry)
         nodes = project.reached_nodes(entry)
         for check in CHECKS:
@@ -147,6 +155,8 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             return CheckResult(OK, [_evidence(project, enabled, f"enabled by {enabled.site.text}")])
         if project.settings.assume_deterministic_mode:
             return CheckResult(OK, [Evidence(entry.path, entry.line, "config `assume-deterministic-mode`: enabled outside the code")])
+        if not findings.at_entry("TDL302", entry) and not (reach.cuda or reach.ops):
+            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no CUDA work and no operation of the catalog")])
         work = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))
         evidence = [_evidence(project, item, f"reaches {item.site.text}") for item in work[:MAX_EVIDENCE]]
         return CheckResult(MISSING, evidence or [Evidence(entry.path, entry.line, "nothing reached enables `torch.use_deterministic_algorithms`")])

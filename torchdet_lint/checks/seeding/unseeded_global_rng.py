@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Iterable, List, Optional
+import ast
+from typing import ClassVar, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import Insertion, import_edit
 from torchdet_lint.diagnostics import Diagnostic, Fix
@@ -18,7 +19,7 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
     insertion = Insertion(project, entry, needed)
     if not insertion.valid or not needed:
         return None
-    seed = project.settings.seed
+    seed, guard = _seed_expression(project, entry, insertion, needed)
     helper = _helper_call(project, entry, insertion, needed, seed)
     if helper is not None:
         return helper
@@ -28,10 +29,44 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
         if name is None:
             return None
         lines.append({"torch": f"{name}.manual_seed({seed})", "random": f"{name}.seed({seed})", "numpy": f"{name}.random.seed({seed})"}[kind])
-    return insertion.fix(f"Seed {_join([RNG_WORDS[k] for k in needed])} at the start of the entry point", lines)
+    if guard:
+        lines = [f"if {guard}:", *(_indent_unit(insertion) + line for line in lines)]
+    where = "at the start of the entry point" if entry.spawn is None else f"at the start of `{entry.spawn.function}`, in the new process"
+    return insertion.fix(f"Seed {_join([RNG_WORDS[k] for k in needed])} {where}", lines)
 
 
-def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: int) -> Optional[Fix]:
+def _seed_expression(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str]) -> Tuple[str, str]:
+    """The seed the inserted lines use, and the test that guards them (RULES.md, "Process
+    boundaries"): in a spawned function, the parent's own seed expression (`args.seed`) when
+    the names it uses are bound there, with the parent's guard (`if args.seed is not None:`);
+    else config `seed`."""
+    default = str(project.settings.seed)
+    if insertion.names is None:
+        return default, ""
+    for kind in [*needed, *(k for k in RNG_KINDS if k not in needed)]:
+        parent = project.parent_only(entry, kind)
+        if parent is None or not parent.site.argument:
+            continue
+        if not _free_names(parent.site.argument) <= set(insertion.names):
+            continue
+        guard = parent.site.guard if parent.site.guard and _free_names(parent.site.guard) <= set(insertion.names) else ""
+        return parent.site.argument, guard
+    return default, ""
+
+
+def _free_names(expression: str) -> Set[str]:
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return {"<unparsable>"}
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def _indent_unit(insertion: Insertion) -> str:
+    return insertion.indent if insertion.indent.strip(" \t") == "" and insertion.indent else "    "
+
+
+def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: str) -> Optional[Fix]:
     """Call an existing first-party seeding helper that covers the RNGs, when there is one."""
     candidates = []
     scripts = {other.path for other in project.entry_points if other.path != entry.path}
@@ -64,6 +99,17 @@ def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, need
     return None
 
 
+def spawned_message(project: Project, entry: EntryPoint, message: str, kind: str) -> str:
+    """A spawned entry point's message: which function the new process runs, and the parent's
+    setting of `kind` that stays behind in the parent."""
+    spawn = entry.spawn
+    text = f"`{spawn.function}` runs in a new process started by `{spawn.launcher}(...)`, which {message}"
+    parent = project.parent_only(entry, kind)
+    if parent is not None:
+        text += f"; {parent.site.text} at {project.where(parent)} runs in the parent only"
+    return text
+
+
 def _join(words: List[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
@@ -79,13 +125,15 @@ class _UnseededGlobalRng(ProjectRule):
     kind: ClassVar[str] = ""
 
     def check(self, project: Project) -> Iterable[Diagnostic]:
-        for entry in project.reported_entry_points:
+        for entry in [*project.reported_entry_points, *project.reported_spawned_entry_points]:
             reach = project.entry_reach(entry)
             draws = reach.draws.get(self.kind)
             if not draws or self.kind in reach.covers:
                 continue
             needed = [kind for kind in RNG_KINDS if reach.draws.get(kind) and kind not in reach.covers]
             message = self.message(project, reach, draws)
+            if entry.spawn is not None:
+                message = spawned_message(project, entry, message, self.kind)
             yield project.entry_diagnostic(entry, self.code, self.name, message, seeding_fix(project, entry, needed))
 
     def message(self, project: Project, reach: Reach, draws) -> str:  # pragma: no cover - each rule says it its way
@@ -99,7 +147,11 @@ _FIX_SAFETY = """
     seeding calls for exactly the global generators the entry point reaches
     and never seeds (`torch.manual_seed`, `random.seed`, `np.random.seed`),
     with the seed of config `seed` (default 0) and the imports they need; the
-    three rules share that one fix. When the project already has a
+    three rules share that one fix. For a function started in a new process,
+    the lines go at the top of its body, seeded from the parent's own seed
+    expression when the names it uses are bound there (`args.seed` for a
+    worker that receives `args`, under the parent's `if args.seed is not None:`
+    when the parent guards it so), else from config `seed`. When the project already has a
     first-party seeding helper that covers those generators (and takes at most
     a seed argument), the fix calls it instead. It is unsafe because it
     changes what the program computes: every run now gives the same numbers,
@@ -139,6 +191,20 @@ class UnseededTorch(_UnseededGlobalRng):
     Reported on the `if __name__` line of the entry point (line 1, column 1
     for the other entry points). Library modules are never reported.
 
+    A function started in a new process is an entry point of its own: a new
+    interpreter seeds torch (and `random`, and NumPy) from the operating
+    system, so the parent's seed never reaches it. That is `mp.spawn(fn)`,
+    `start_processes(fn)` (any start method but `"fork"`), and a
+    `Process(target=fn)`, `Pool` or `ProcessPoolExecutor` of a `"spawn"` or
+    `"forkserver"` context (`get_context(...)`, `mp_context=`, or the default
+    context in a file that calls `set_start_method("spawn")`). It is reported
+    at the call that starts the process, and the message cites the parent's
+    seed that stays behind. What only the new process reaches is charged to
+    it, not to the parent. The module-level code of its module, and of the
+    main script, runs again in the new process and counts; the main block
+    does not. Threads, `ThreadPoolExecutor` and an explicit `"fork"` share or
+    copy the parent's state: no boundary.
+
     {fix_safety}
 
     ## Known problems
@@ -146,9 +212,15 @@ class UnseededTorch(_UnseededGlobalRng):
     method called on an object whose class cannot be seen) are not followed,
     and a seed given only on the command line of a launcher is invisible.
     A function handed to another call is followed only when that call runs
-    it (`fire.Fire(main)`, `typer.run`, `mp.spawn(worker, ...)`,
-    `Process(target=...)`, `executor.submit(fn)`, `functools.partial`, ...);
-    a class handed to `functools.partial` is not built by it. For a file
+    it (`fire.Fire(main)`, `typer.run`, `Thread(target=...)`,
+    `executor.submit(fn)`, `functools.partial`, ...); a class handed to
+    `functools.partial` is not built by it. A third-party launcher that starts
+    processes out of sight (detectron2's `launch(main, ...)`) is taken for a
+    call in the same process. A start method set in another file than the
+    one that starts the processes is not seen (Linux's default, fork, is
+    assumed there). The fix for a spawned function is offered only when the
+    function is defined in the file of the call that starts it (a fix edits
+    one file). For a file
     listed in config `entry-points`, each of its module-level functions
     counts as a start. `conftest.py` and `hubconf.py` are imported by
     pytest and `torch.hub`: they are not scripts. A seed in a branch
