@@ -654,10 +654,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             node = self.function_nodes.get(name) if spawn.target.startswith(".") else None
             if node is None or name in self.summary.function_tops or type(node.body) is not cst.IndentedBlock:
                 continue
-            body = node.body.body
-            first = body[1] if len(body) > 1 and _is_docstring(body[0]) else body[0]
-            if first is body[0] and _is_docstring(first):
-                continue  # a body that is only a docstring: nothing to put the lines before
+            # The lines go after the docstring and the `global` declarations.
+            body = list(node.body.body)
+            if body and _is_docstring(body[0]):
+                body.pop(0)
+            while body and _is_declaration(body[0]):
+                body.pop(0)
+            if not body:
+                continue  # nothing to put the lines before
+            first = body[0]
             line = context.node_range(first)[0]
             indent = context.lines.line_text(line)[: context.node_range(first)[1]]
             if indent.strip():
@@ -746,6 +751,10 @@ def _signature(node: cst.FunctionDef) -> Tuple[int, str, bool]:
     required = sum(1 for p in positional if p.default is None) + sum(1 for p in params.kwonly_params if p.default is None)
     names = {p.name.value for p in (*positional, *params.kwonly_params)}
     return required, positional[0].name.value if positional else "", "seed" in names
+
+
+def _is_declaration(statement: cst.BaseStatement) -> bool:
+    return type(statement) is cst.SimpleStatementLine and all(type(small) in (cst.Global, cst.Nonlocal) for small in statement.body)
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
