@@ -52,6 +52,8 @@ def test_the_report_agrees_with_check_on_every_fixture_project(name, source, con
         for check, (seed_code, _) in SEED_CHECKS.items():
             reported = any(d["code"] == seed_code and (d["path"], d["line"]) == (entry["path"], entry["line"]) for d in diagnostics)
             assert (checks[check]["status"] == "missing") == reported, (name, entry["path"], check)
+        flag_reported = any(d["code"] == "TDL302" and (d["path"], d["line"]) == (entry["path"], entry["line"]) for d in diagnostics)
+        assert (checks["deterministic-mode"]["status"] == "missing") == flag_reported, (name, entry["path"])
         for check, codes in FINDING_CHECKS.items():
             result = checks[check]
             if result["status"] != "missing":

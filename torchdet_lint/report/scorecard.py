@@ -155,7 +155,9 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             return CheckResult(OK, [_evidence(project, enabled, f"enabled by {enabled.site.text}")])
         if project.settings.assume_deterministic_mode:
             return CheckResult(OK, [Evidence(entry.path, entry.line, "config `assume-deterministic-mode`: enabled outside the code")])
-        if not findings.at_entry("TDL302", entry) and not (reach.cuda or reach.ops):
+        if not findings.at_entry("TDL302", entry):  # INTERFACE.md: `missing` exactly when check reports TDL302
+            if reach.cuda or reach.ops:
+                return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "TDL302 is suppressed here")])
             return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no CUDA work and no operation of the catalog")])
         work = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))
         evidence = [_evidence(project, item, f"reaches {item.site.text}") for item in work[:MAX_EVIDENCE]]
