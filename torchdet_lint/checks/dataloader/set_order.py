@@ -25,6 +25,8 @@ _OTHER = 4  # handed on to something unknown: what a set became is put in order,
 _STR = "str"  # a string (or bytes, or a path): hashed with PYTHONHASHSEED
 _NONSTR = "nonstr"  # an int, float, bool or None: hashed the same in every run
 
+_NOTHING = "nothing"  # the elements of an empty list, until something is appended
+
 _PENDING, _SORTED_STATE, _FIRED = 0, 1, 2
 
 # Last names of the calls whose qualified name the analysis needs (resolved during the walk,
@@ -174,7 +176,7 @@ def _item(value: object) -> object:
     """What iterating over a value gives."""
     kind = type(value)
     if kind is _Seq:
-        return value.item
+        return None if value.item is _NOTHING else value.item
     if kind is _Set:
         return _Elem(value)
     if kind is _Ordered:
@@ -196,7 +198,7 @@ class _Kinds:
         if key in self.memo:
             return self.memo[key]
         self.memo[key] = (False, False, False, False)  # a cycle adds nothing
-        if set_.declared is _STR or set_.declared is _NONSTR:
+        if set_.declared is _STR or set_.declared is _NONSTR:  # the annotation says it all
             answer = self.memo[key] = (set_.declared is _STR, set_.declared is _STR, set_.declared is _NONSTR, True)
             return answer
         some_str, all_str, all_nonstr, real = False, True, True, not set_.slot
@@ -289,7 +291,7 @@ class _Analysis:
                 self.env[param.name.value] = _declared_set(declared)
         declared = _annotated_set(function.returns)
         if declared is not False:
-            self.rule.slot(function).parts.append(_declared_set(declared))
+            self.rule.slot(function).declared = declared
 
     def consume(self, node: cst.BaseExpression, how: int) -> object:
         value = self.expr(node)
@@ -572,6 +574,8 @@ class _Analysis:
                 items.append(self.expr(element.value))
         if type(node) is cst.Tuple:
             return _TupleValue(items)
+        if not items:
+            return _Seq(_NOTHING)
         for item, element in zip(items, node.elements):
             self.use(item, element.value, _OTHER)
         kinds = {item for item in items if item is _STR or item is _NONSTR}
@@ -594,7 +598,7 @@ class _Analysis:
             self.use(value, node.value, _ORDER)
             return value.item if index_only else _Seq(value.item)
         if kind is _Seq:
-            return value.item if index_only else value
+            return _item(value) if index_only else value
         if kind is _TupleValue and index_only:
             position = elements[0].slice.value
             if type(position) is cst.Integer:
@@ -811,6 +815,7 @@ class _Analysis:
                         parts.append(value if type(value) is _Set else _element_kind(_item(value)))
                 return _Set(parts)
             if attribute == "pop" and not node.args:
+                self.rule.no_fix.add(id(receiver_node))  # `sorted(s).pop()` would leave `s` whole
                 self.use(receiver, receiver_node, _ORDER)
                 return _Elem(receiver)
             self.arguments(node, _FREE)
@@ -845,6 +850,11 @@ class _Analysis:
         if attribute == "replace" and receiver is _STR:
             self.arguments(node, _FREE)
             return _STR
+        if kind is _Seq and attribute == "append" and first is not None:
+            value = self.consume(first, _OTHER)
+            known = value if value is _STR or value is _NONSTR else None
+            receiver.item = known if receiver.item is _NOTHING or receiver.item is known else None
+            return None
         if type(receiver) is _Seq and receiver.item is _STR:
             if attribute == "read":
                 return _STR
@@ -926,10 +936,12 @@ def _loop_builds(loop: cst.For) -> Optional[List[str]]:
     (what the set became, followed further), an empty list for anything else that keeps the
     order (a position stored by subscript, `yield`, a draw, an append to an attribute), None
     when it does neither. Containers made in the body are per element, and `d[x] = f(x)`
-    keyed by the element fills the same mapping in any order."""
+    keyed by the element (or by what an inner loop takes from it) fills the same mapping in
+    any order."""
     nodes = _nodes(loop.body)
     local: Set[str] = set()
     counters: Set[str] = set()
+    elements = set(_target_names(loop.target))  # the element, and what inner loops take from it
     for node in nodes:
         kind = type(node)
         if kind is cst.Assign:
@@ -937,7 +949,8 @@ def _loop_builds(loop: cst.For) -> Optional[List[str]]:
                 local.update(_target_names(target.target))
         elif kind is cst.AugAssign and type(node.target) is cst.Name:
             counters.add(node.target.value)
-    elements = set(_target_names(loop.target))
+        elif kind is cst.For:
+            elements.update(_target_names(node.target))
     appended: List[str] = []
     for node in nodes:
         kind = type(node)
@@ -1026,7 +1039,9 @@ class UnorderedSetIteration(Rule):
     only the run-to-run variation of the order. Unsafe when the elements are
     not all known to be strings (the index-mapping case, or a set that also
     holds values of unknown type): `sorted` raises `TypeError` on elements
-    that do not compare (`None` next to a string, objects without `<`).
+    that do not compare (`None` next to a string, objects without `<`). No fix
+    for `s.pop()`: `sorted(s).pop()` would no longer remove the element from
+    the set.
 
     ## Known problems
     Local dataflow only. A set stored on `self` or in a container and
@@ -1082,6 +1097,7 @@ class UnorderedSetIteration(Rule):
         self.class_names: List[Optional[str]] = [None]
         self.events: List[Tuple[_Set, cst.CSTNode, bool]] = []
         self.slots: Dict[int, _Set] = {}
+        self.no_fix: Set[int] = set()
         self.functions: Dict[Tuple[Optional[str], str], cst.FunctionDef] = {}
 
     # -- the walk: which functions build sets, and the names of the calls they make -------------
@@ -1191,11 +1207,20 @@ class UnorderedSetIteration(Rule):
             if previous is None or (some_str and not previous[1]):
                 found[id(node)] = (node, some_str, all_str)
         for node, some_str, all_str in found.values():
-            code = self.context.module.code_for_node(node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node)
-            applicability = Applicability.SAFE if all_str else Applicability.UNSAFE
-            fix = FixBuilder("Wrap the set in `sorted(...)`", applicability).replace(node, f"sorted({code})")
+            fix = None
+            if id(node) not in self.no_fix:
+                bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node
+                code = self.context.module.code_for_node(bare)
+                applicability = Applicability.SAFE if all_str else Applicability.UNSAFE
+                fix = FixBuilder("Wrap the set in `sorted(...)`", applicability).replace(node, f"sorted({code})")
             if some_str:
-                message = "a set of strings is put in an order that follows string hashes, which change with every run (PYTHONHASHSEED): wrap it in `sorted(...)`"
+                message = (
+                    "a set of strings is put in an order that follows string hashes, which change with every run "
+                    "(PYTHONHASHSEED): wrap it in `sorted(...)`"
+                )
             else:
-                message = "a set's iteration order builds an index mapping; if its elements are strings (or hold one), that order changes with every run (PYTHONHASHSEED): wrap it in `sorted(...)`"
+                message = (
+                    "a set's iteration order builds an index mapping; if its elements are strings (or hold one), "
+                    "that order changes with every run (PYTHONHASHSEED): wrap it in `sorted(...)`"
+                )
             self.report(node, message, fix)
