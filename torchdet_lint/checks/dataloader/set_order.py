@@ -434,6 +434,12 @@ class _Analysis:
                 self.use(value, value_node, _OTHER)  # stored where this function cannot follow it
             if kind is cst.Subscript:
                 self.expr(target)
+            else:
+                dotted = dotted_name(target)
+                if dotted is not None:
+                    # `self.rows = ...` read back in the same function: what it holds, as data
+                    # (a set stored there is not followed: other methods see it).
+                    self.env[dotted] = value if type(value) not in (_Set, _Ordered) else None
         elif kind is cst.StarredElement:
             self.bind(target.value, None, None)
 
@@ -481,6 +487,9 @@ class _Analysis:
         if kind is cst.Integer or kind is cst.Float or kind is cst.Imaginary:
             return _NONSTR
         if kind is cst.Attribute:
+            dotted = dotted_name(node)
+            if dotted is not None and dotted in self.env:
+                return self.env[dotted]
             value = self.expr(node.value)
             attribute = node.attr.value
             if attribute == "stem" or attribute == "suffix" or (attribute in ("name", "parent") and value is _STR):
