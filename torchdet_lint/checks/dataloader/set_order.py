@@ -5,6 +5,7 @@ then read statement by statement (a small local dataflow over names) at the end 
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -893,6 +894,18 @@ class _Analysis:
         return None
 
 
+def _read(method, body, events: list) -> bool:
+    """Run one part of the analysis; an expression nested too deeply for this recursive reading
+    (a 1,000-term sum) leaves that function unreported rather than the file unanalysed."""
+    before = len(events)
+    try:
+        method(body)
+    except RecursionError:
+        del events[before:]  # what follows could have sorted them
+        return False
+    return True
+
+
 def _singleton(set_: _Set) -> bool:
     return set_.singleton or (len(set_.parts) == 1 and type(set_.parts[0]) is _Set and set_.parts[0].singleton)
 
@@ -928,6 +941,25 @@ def _nodes(root: cst.CSTNode) -> List[cst.CSTNode]:
     return found
 
 
+def _names_any(function: cst.FunctionDef, names: frozenset) -> bool:
+    return any(type(node) is cst.Name and node.value in names for node in _nodes(function.body))
+
+
+def _ordered_in_text(name: str, text: str) -> bool:
+    """Whether the file spells `name` anywhere it could be put in order (`for x in NAME`, a call
+    on it, `*NAME`, `NAME.pop()`, a set operation, an alias `x = NAME`): a cheap test before the
+    functions are searched for a module-level set (most such sets only answer `in` tests)."""
+    for match in re.finditer(rf"\b{re.escape(name)}\b", text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        before = text[line_start : match.start()].rstrip()
+        after = text[match.end() : match.end() + 3].lstrip()
+        if before.endswith(("(", "*", ",", "=", "[")) or after[:1] in (".", "|", "&", "^", "-", ")", ","):
+            return True
+        if before.endswith(" in") and " for " in f" {before}":
+            return True
+    return False
+
+
 def _position_dependent(value: cst.CSTNode, counters: Set[str]) -> bool:
     """A value stored per element that depends on how many came before: `len(d)`, `next(ids)`,
     or a counter the loop increments."""
@@ -945,8 +977,8 @@ def _loop_builds(loop: cst.For) -> Optional[List[str]]:
     (what the set became, followed further), an empty list for anything else that keeps the
     order (a position stored by subscript, `yield`, a draw, an append to an attribute), None
     when it does neither. Containers made in the body are per element, and `d[x] = f(x)`
-    keyed by the element (or by what an inner loop takes from it) fills the same mapping in
-    any order."""
+    keyed by the element (`d[x.lower()]`, or what an inner loop takes from it) fills the same
+    mapping in any order."""
     nodes = _nodes(loop.body)
     local: Set[str] = set()
     counters: Set[str] = set()
@@ -987,7 +1019,7 @@ def _loop_builds(loop: cst.For) -> Optional[List[str]]:
                 keys = target.slice
                 keyed_by_element = (
                     len(keys) == 1 and type(keys[0].slice) is cst.Index
-                    and type(keys[0].slice.value) is cst.Name and keys[0].slice.value.value in elements
+                    and any(type(part) is cst.Name and part.value in elements for part in _nodes(keys[0].slice.value))
                 )
                 if not keyed_by_element or kind is cst.AugAssign or node.value is None or _position_dependent(node.value, counters):
                     return []
@@ -1122,9 +1154,13 @@ class UnorderedSetIteration(Rule):
         if len(self.frames) == 2:
             self.functions[(class_name, node.name.value)] = node
         self.class_names.append(None)
-        if node.returns is not None or node.params.params:
-            params = node.params
-            if _annotated_set(node.returns) is not False or any(_annotated_set(param.annotation) is not False for param in params.params):
+        # `-> set[str]`, `names: Set[str]`: a subscripted annotation (rare) is looked at closer.
+        returns = node.returns
+        if returns is not None and type(returns.annotation) is cst.Subscript and _annotated_set(returns) is not False:
+            self.frames[-1].builds_set = True
+        for param in node.params.params:
+            annotation = param.annotation
+            if annotation is not None and type(annotation.annotation) is cst.Subscript and _annotated_set(annotation) is not False:
                 self.frames[-1].builds_set = True
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -1166,42 +1202,47 @@ class UnorderedSetIteration(Rule):
         if not any(frame.builds_set for frame in frames):
             return
         # Functions that may return a set: they build one, or call one that may (same file).
-        returning = {id(frame.node) for frame in self.done if frame.builds_set}
-        by_node = {id(frame.node): frame for frame in self.done}
-        changed = True
-        while changed:
+        frame_of = {id(frame.node): frame for frame in self.done}
+        returning: Set[Tuple[Optional[str], str]] = set()
+        waiting = []
+        for key, function in self.functions.items():
+            frame = frame_of[id(function)]
+            (returning.add(key) if frame.builds_set else waiting.append((key, frame)))
+        changed = bool(returning)
+        while changed and waiting:
             changed = False
-            for (class_name, name), function in self.functions.items():
-                if id(function) in returning:
-                    continue
-                frame = by_node.get(id(function))
-                if frame is not None and self._calls_returning(frame, returning):
-                    returning.add(id(function))
+            for item in list(waiting):
+                if self._calls_returning(item[1], returning):
+                    returning.add(item[0])
+                    waiting.remove(item)
                     changed = True
         module_env: Optional[Dict[str, object]] = None
         if module_frame.builds_set or self._calls_returning(module_frame, returning):
             analysis = _Analysis(self, module_frame, None)
-            analysis.statements(original_node.body)
-            module_env = analysis.env
+            if _read(analysis.statements, original_node.body, self.events):
+                module_env = analysis.env
+        # Module-level sets of strings (`LABELS = {"cat", "dog"}`) are read in every function
+        # that names them.
+        kinds = _Kinds()
+        shared = frozenset(
+            name
+            for name, value in (module_env or {}).items()
+            if type(value) is _Set and kinds.of(value)[0] and _ordered_in_text(name, self.context.text)
+        )
         for frame in self.done:
-            if frame.builds_set or self._calls_returning(frame, returning):
+            if frame.builds_set or self._calls_returning(frame, returning) or (shared and _names_any(frame.node, shared)):
                 analysis = _Analysis(self, frame, module_env)
                 function = frame.node
                 analysis.parameters(function)
-                analysis.block(function.body)
+                _read(analysis.block, function.body, self.events)
         self._report()
 
-    def _calls_returning(self, frame: _Frame, returning: Set[int]) -> bool:
-        for name in frame.calls:
-            function = self.functions.get((None, name))
-            if function is not None and id(function) in returning:
-                return True
-        if frame.class_name is not None or frame.self_calls:
-            for name in frame.self_calls:
-                function = self.functions.get((frame.class_name, name))
-                if function is not None and id(function) in returning:
-                    return True
-        return False
+    def _calls_returning(self, frame: _Frame, returning: Set[Tuple[Optional[str], str]]) -> bool:
+        if not returning:
+            return False
+        if any((None, name) in returning for name in frame.calls):
+            return True
+        return frame.class_name is not None and any((frame.class_name, name) in returning for name in frame.self_calls)
 
     def _report(self) -> None:
         kinds = _Kinds()
