@@ -377,9 +377,10 @@ class _Analysis:
         elif kind is cst.Return:
             if node.value is not None:
                 value = self.expr(node.value)
-                if type(value) is _Set and self.frame.node is not None:
-                    self.rule.slot(self.frame.node).parts.append(value)
-                else:
+                function = self.frame.node
+                if type(value) is _Set and function is not None:
+                    self.rule.slot(function).parts.append(value)
+                elif function is None or function.name.value != "__dir__":  # `dir()` sorts what `__dir__` returns
                     self.use(value, node.value, _OTHER)
         elif kind is cst.Del:
             target = node.target
@@ -438,9 +439,7 @@ class _Analysis:
             else:
                 dotted = dotted_name(target)
                 if dotted is not None:
-                    # `self.rows = ...` read back in the same function: what it holds, as data
-                    # (a set stored there is not followed: other methods see it).
-                    self.env[dotted] = value if type(value) not in (_Set, _Ordered) else None
+                    self.env[dotted] = value  # `self.rows = ...` read back in the same function
         elif kind is cst.StarredElement:
             self.bind(target.value, None, None)
 
@@ -1045,32 +1044,39 @@ class UnorderedSetIteration(Rule):
     `list(s)`, `tuple(s)`, `[*s]`, `enumerate(s)`, `zip(s, ...)`,
     `np.array(list(s))`, `torch.tensor(list(s))`, `"".join(s)` when the string
     is used as data (not only printed, logged or formatted into a message), a
-    `for` loop over it that appends, stores by subscript, yields or draws
-    (`random.choice` / `shuffle` / `sample`), a list or dict comprehension over
-    it, `s.pop()`, and indexing or slicing of what it became. The set is one of
-    strings when its elements are string literals, f-strings, results of `str`
-    methods (`.lower()`, `.strip()`, `.split()` parts, ...), `str(...)`,
-    `os.path` functions, file listings, lines of a file, or fields of
-    `csv.reader` / `csv.DictReader` rows; it is built by `set(...)`,
-    `frozenset(...)`, a set display or comprehension, `.add` / `.update`,
-    `|`, `&`, `-`, `^` and the set methods, and followed through names in the
-    same function and through the return value of a function defined in the
-    same file (a module-level function, or a method called on `self`). A set
-    whose elements are unknown (a parameter, a JSON or pandas field) is
-    reported only when its order builds an index mapping: `enumerate`, `zip`,
-    `.index(...)`, or indexing what it became (`idx_to_class[i]`). Sets of
-    ints, floats, bools or `None` iterate in the same order in every run, and
-    dicts keep insertion order: neither is reported.
+    `for` loop over it that appends to a list, stores a position
+    (`d[x] = len(d)`, `out[i] = x`), yields or draws (`random.choice` /
+    `shuffle` / `sample`), a list comprehension over it, `s.pop()`, and
+    indexing or slicing of what it became. The set is one of strings when its
+    elements are string literals, f-strings, results of `str` methods
+    (`.lower()`, `.strip()`, `.split()` parts, ...), `str(...)`, `os.path`
+    functions, file listings, lines of a file, fields of `csv.reader` /
+    `csv.DictReader` rows, or when it is annotated `set[str]` / `Set[str]`
+    (a variable, a parameter, a function's return). It is built by
+    `set(...)`, `frozenset(...)`, a set display or comprehension, `.add` /
+    `.update`, `|`, `&`, `-`, `^` and the set methods, and followed through
+    names in the same function (and what the function itself stores on
+    `self.<attr>` and reads back), from module level into the functions that
+    name it, and through the return value of a function defined in the same
+    file (a module-level function, or a method called on `self`). A set whose
+    elements are unknown (a parameter, a JSON or pandas field) is reported
+    only when its order builds an index mapping: `enumerate`, `zip`,
+    `.index(...)`. Sets of ints, floats, bools or `None` iterate in the same
+    order in every run, and dicts keep insertion order: neither is reported.
 
     Not reported (order-free): `sorted(...)`, `len`, `in`, `min` / `max` /
     `sum` / `any` / `all`, set operations, `Counter`, updating another set,
-    comparisons, `print`, logging, `warnings.warn`, f-strings and `%` / `.format`
-    messages; `raise` and `assert` statements are not read. What the set
-    became (a list, a comprehension, a list a loop appended to) is followed
-    through names in the same function: sorted (`names.sort()`,
-    `names = sorted(names)`, `np.unique(...)`) before any order-dependent use,
-    or only ever used in order-free ways, it is not reported (RULES.md,
-    "Hidden order").
+    comparisons, `print`, logging, `warnings.warn`, f-strings and `%` /
+    `.format` messages, what `__dir__` returns (`dir()` sorts it); `raise` and
+    `assert` statements are not read. A dict comprehension over a set, or a
+    loop that stores `d[f(x)] = g(x)` keyed by the element, builds the same
+    mapping in any order: not reported. A set checked to hold one element
+    (`len(s) == 1`, `!= 1` before a `raise`, `assert len(s) == 1`) has one
+    order. What the set became (a list, a comprehension, a list a loop
+    appended to) is followed through names in the same function: sorted
+    (`names.sort()`, `names = sorted(names)`, `np.unique(...)`) before any
+    order-dependent use, or only ever used in order-free ways, it is not
+    reported (RULES.md, "Hidden order").
 
     ## Fix safety
     Wraps the set expression in `sorted(...)`, in place (`list(set(x))`
@@ -1085,20 +1091,24 @@ class UnorderedSetIteration(Rule):
     the set.
 
     ## Known problems
-    Local dataflow only. A set stored on `self` or in a container and
-    iterated in another method, a set handed to another function that puts
-    it in order, and a set returned by a function of another module are not
-    followed; a set defined at module level is followed into a function only
-    when that function builds a set itself. Branches are read in source order
-    (the last binding wins), so a set put in order on only one path is still
-    reported. `next(iter(s))`, a loop that returns or breaks at the first
-    match, and `max(s, key=len)` with ties depend on the order too and are not
-    reported; nor is a loop that only accumulates with `+=`. A list made from
-    a set and handed to an unknown function, returned or stored is reported
-    even when the receiver sorts it: sort it at the source, or use
-    `# noqa: TDL107`. JSON and pandas fields are of unknown type (they are
-    often int ids). Files that mention none of the words the pre-filter looks
-    for (`torch`, `random`, `numpy`, ...) are not parsed at all.
+    Local dataflow in one file. A set stored on `self` and put in order in
+    another method, a set handed to another function that puts it in order,
+    and a set returned by a function of another module are not followed.
+    Branches are read in source order (the last binding wins). Not reported
+    although they depend on the order: `next(iter(s))`, a loop that returns or
+    breaks at its first match, `max(s, key=len)` with ties, a loop that only
+    accumulates with `+=`, and the iteration order of a dict filled from a set.
+    Reported although the order does not matter in the end: a list made from a
+    set and handed to a function that only checks it or sorts it itself
+    (`check(a, b, tuple(names))`), returned or stored (sort it at the source,
+    or use `# noqa: TDL107`); `s.pop()` on a set that holds one element by
+    construction elsewhere (a helper fills it with one reason); a string of
+    characters joined from a set and used as a character set; and, for sets
+    of unknown elements that build an index mapping, elements that turn out to
+    be numbers. JSON and pandas fields are of unknown type (they are often int
+    ids). Files that mention none of the words the pre-filter looks for
+    (`torch`, `random`, `numpy`, `seed`, `Dataset`, ...) are not parsed at
+    all, so a data helper module that imports none of them is not checked.
 
     ## Options
     None.
