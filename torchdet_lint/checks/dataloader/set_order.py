@@ -64,6 +64,9 @@ _SET_UPDATES = frozenset({"update", "intersection_update", "symmetric_difference
 _SET_OPERATORS = (cst.BitOr, cst.BitAnd, cst.Subtract, cst.BitXor)
 # A loop over a set whose body does one of these puts the set's order into data.
 _BUILDING_METHODS = frozenset({"append", "extend", "insert", "appendleft"})
+_TORCH_DRAWS = frozenset(
+    "torch." + name for name in ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like", "randint_like")
+)
 _LOOP_DRAWS = frozenset(
     {"choice", "choices", "sample", "shuffle", "permutation", "randint", "integers", "randrange", "rand", "randn", "randperm", "normal_", "uniform_"}
 )
@@ -449,7 +452,7 @@ class _Analysis:
         iterated = self.expr(node.iter)
         kind = type(iterated)
         if kind is _Set or kind is _Ordered:
-            building = _loop_builds(node)
+            building = _loop_builds(node, self.resolve)
             if building is not None:
                 if building:
                     # The loop's lists are what the set became: sorted later, nothing is reported.
@@ -973,10 +976,24 @@ def _position_dependent(value: cst.CSTNode, counters: Set[str]) -> bool:
     return False
 
 
-def _loop_builds(loop: cst.For) -> Optional[List[str]]:
+def _draws(name: Optional[str]) -> bool:
+    """A call that draws from an RNG: `random.*`, `numpy.random.*`, torch's samplers, and
+    building a `torch.nn` module or calling `torch.nn.init` (initialisation draws)."""
+    if name is None:
+        return False
+    if name.startswith(("random.", "numpy.random.")):
+        return not name.endswith(("seed", "get_state", "set_state", "getstate", "setstate"))
+    if name.startswith("torch.nn."):
+        last = name.rsplit(".", 1)[-1]
+        return last[:1].isupper() or name.startswith("torch.nn.init.") or "dropout" in last
+    return name in _TORCH_DRAWS
+
+
+def _loop_builds(loop: cst.For, resolve) -> Optional[List[str]]:
     """How a loop over a set puts its order into data: the names of the lists it appends to
     (what the set became, followed further), an empty list for anything else that keeps the
-    order (a position stored by subscript, `yield`, a draw, an append to an attribute), None
+    order (a position stored by subscript, `yield`, a draw, building an `nn` module, which
+    draws its initial weights, an append to an attribute), None
     when it does neither. Containers made in the body are per element, and `d[x] = f(x)`
     keyed by the element (`d[x.lower()]`, or what an inner loop takes from it) fills the same
     mapping in any order."""
@@ -1009,6 +1026,8 @@ def _loop_builds(loop: cst.For) -> Optional[List[str]]:
                 elif attribute in _LOOP_DRAWS:
                     return []
             elif type(func) is cst.Name and func.value in _LOOP_DRAWS:
+                return []
+            if _draws(resolve(func)):
                 return []
         elif kind is cst.Assign or kind is cst.AugAssign or kind is cst.AnnAssign:
             targets = [target.target for target in node.targets] if kind is cst.Assign else [node.target]
@@ -1048,7 +1067,8 @@ class UnorderedSetIteration(Rule):
     is used as data (not only printed, logged or formatted into a message), a
     `for` loop over it that appends to a list, stores a position
     (`d[x] = len(d)`, `out[i] = x`), yields or draws (`random.choice` /
-    `shuffle` / `sample`), a list comprehension over it, `s.pop()`, and
+    `shuffle` / `sample`, `torch.randn`, building an `nn` module, whose
+    initial weights are drawn), a list comprehension over it, `s.pop()`, and
     indexing or slicing of what it became. The set is one of strings when its
     elements are string literals, f-strings, results of `str` methods
     (`.lower()`, `.strip()`, `.split()` parts, ...), `str(...)`, `os.path`
