@@ -76,13 +76,15 @@ class _Set:
     """A set object: what its elements are, as a list of parts (an element kind, or another
     `_Set` whose elements it shares). A function's return slot is a `_Set` too."""
 
-    __slots__ = ("parts", "slot", "singleton", "declared")
+    __slots__ = ("parts", "slot", "singleton", "declared", "elements")
 
     def __init__(self, parts: Optional[list] = None, slot: bool = False) -> None:
         self.parts = parts if parts is not None else []
         self.slot = slot
         self.singleton = False  # checked to hold one element (`len(s) == 1`): its order is fixed
-        self.declared: object = None  # the element kind its annotation states (`set[str]`)
+        # What its annotation states: False (none), `_STR` / `_NONSTR` (`set[str]`), None (`set[Node]`).
+        self.declared: object = False
+        self.elements: Optional["_Set"] = None  # a call's result: what iterating it gives, set or not
 
 
 class _Ordered:
@@ -184,7 +186,7 @@ def _item(value: object) -> object:
     if kind is _Seq:
         return None if value.item is _NOTHING else value.item
     if kind is _Set:
-        return _Elem(value)
+        return _Elem(value if value.elements is None else value.elements)
     if kind is _Ordered:
         return value.item
     if value is _STR:
@@ -204,19 +206,27 @@ class _Kinds:
         if key in self.memo:
             return self.memo[key]
         self.memo[key] = (False, False, False, False)  # a cycle adds nothing
-        if set_.declared is _STR or set_.declared is _NONSTR:  # the annotation says it all
-            answer = self.memo[key] = (set_.declared is _STR, set_.declared is _STR, set_.declared is _NONSTR, True)
+        declared = set_.declared
+        if declared is _STR or declared is _NONSTR:  # the annotation says it all
+            answer = self.memo[key] = (declared is _STR, declared is _STR, declared is _NONSTR, True)
             return answer
-        some_str, all_str, all_nonstr, real = False, True, True, not set_.slot
-        known = False
+        # A function's return slot (or a call of it) is a set only if the function returns one
+        # (or is annotated so); any other set is one.
+        real = not set_.slot or declared is not False
+        some_str, all_str, all_nonstr, known = False, True, True, declared is None
+        if declared is None:
+            all_str = all_nonstr = False  # `set[Node]`: elements of another type
         for part in set_.parts:
             if type(part) is _Set:
                 p_some, p_all, p_nonstr, p_real = self.of(part)
                 if not p_real:
-                    continue
-                real = True
-                if p_all and p_nonstr:
-                    continue  # an empty set
+                    if set_.slot:
+                        continue  # a return that is not a set
+                    p_some = p_all = p_nonstr = False  # elements of something that is not a set
+                else:
+                    real = True
+                    if p_all and p_nonstr:
+                        continue  # an empty set
                 some_str |= p_some
                 all_str &= p_all
                 all_nonstr &= p_nonstr
@@ -383,6 +393,9 @@ class _Analysis:
             if node.value is not None:
                 value = self.expr(node.value)
                 function = self.frame.node
+                if function is not None and value is not _NONSTR:
+                    elements = self.rule.returned_elements.setdefault(id(function), _Set())
+                    elements.parts.append(_element_kind(_item(value)))
                 if type(value) is _Set and function is not None:
                     self.rule.slot(function).parts.append(value)
                 elif function is None or function.name.value != "__dir__":  # `dir()` sorts what `__dir__` returns
@@ -714,7 +727,7 @@ class _Analysis:
                 target = self.rule.first_party(spelled, None)
                 if target is not None:
                     self.arguments(node, _OTHER)
-                    return _Set([self.rule.slot(target)])
+                    return self.rule.call_result(target)
                 self.arguments(node, _OTHER)
                 return None
         elif kind is cst.Attribute:
@@ -893,7 +906,7 @@ class _Analysis:
             target = self.rule.first_party(attribute, self.frame.class_name)
             if target is not None:
                 self.arguments(node, _OTHER)
-                return _Set([self.rule.slot(target)])
+                return self.rule.call_result(target)
         self.arguments(node, _OTHER)
         return None
 
@@ -1080,7 +1093,9 @@ class UnorderedSetIteration(Rule):
     names in the same function (and what the function itself stores on
     `self.<attr>` and reads back), from module level into the functions that
     name it, and through the return value of a function defined in the same
-    file (a module-level function, or a method called on `self`). A set whose
+    file (a module-level function, or a method called on `self`), which also
+    tells what the elements of a set built from its result are
+    (`set(read_labels(path))` with a helper returning stripped lines). A set whose
     elements are unknown (a parameter, a JSON or pandas field) is reported
     only when its order builds an index mapping: `enumerate`, `zip`,
     `.index(...)`. Sets of ints, floats, bools or `None` iterate in the same
@@ -1171,6 +1186,7 @@ class UnorderedSetIteration(Rule):
         self.events: List[Tuple[_Set, cst.CSTNode, bool]] = []
         self.slots: Dict[int, _Set] = {}
         self.no_fix: Set[int] = set()
+        self.returned_elements: Dict[int, _Set] = {}  # function -> the elements of what it returns
         self.functions: Dict[Tuple[Optional[str], str], cst.FunctionDef] = {}
 
     # -- the walk: which functions build sets, and the names of the calls they make -------------
@@ -1222,6 +1238,13 @@ class UnorderedSetIteration(Rule):
     def first_party(self, name: str, class_name: Optional[str]) -> Optional[cst.FunctionDef]:
         return self.functions.get((class_name, name))
 
+    def call_result(self, function: cst.FunctionDef) -> _Set:
+        """A call of a function of this file: a set if the function returns one; iterating it
+        gives the elements of whatever the function returns (a list of strings, too)."""
+        result = _Set([self.slot(function)], slot=True)
+        result.elements = self.returned_elements.setdefault(id(function), _Set())
+        return result
+
     def slot(self, function: cst.FunctionDef) -> _Set:
         found = self.slots.get(id(function))
         if found is None:
@@ -1263,12 +1286,28 @@ class UnorderedSetIteration(Rule):
             for name, value in (module_env or {}).items()
             if type(value) is _Set and kinds.of(value)[0] and _ordered_in_text(name, self.context.text)
         )
-        for frame in self.done:
-            if frame.builds_set or self._calls_returning(frame, returning) or (shared and _names_any(frame.node, shared)):
-                analysis = _Analysis(self, frame, module_env)
-                function = frame.node
-                analysis.parameters(function)
-                _read(analysis.block, function.body, self.events)
+        chosen = [
+            frame
+            for frame in self.done
+            if frame.builds_set or self._calls_returning(frame, returning) or (shared and _names_any(frame.node, shared))
+        ]
+        # The functions of this file they call are read too, for what they return (`set(load_labels(path))`).
+        analysed = {id(frame.node) for frame in chosen}
+        for frame in ([module_frame] if module_env is not None else []) + chosen:
+            for key in [(None, name) for name in frame.calls] + [(frame.class_name, name) for name in frame.self_calls]:
+                function = self.functions.get(key)
+                if function is not None and id(function) not in analysed:
+                    analysed.add(id(function))
+                    chosen.append(frame_of[id(function)])
+        for frame in chosen:
+            analysis = _Analysis(self, frame, module_env)
+            function = frame.node
+            analysis.parameters(function)
+            if not _read(analysis.block, function.body, self.events):
+                analysed.discard(id(function))
+        for key, elements in self.returned_elements.items():
+            if key not in analysed:
+                elements.parts.append(None)  # a function not read returns elements of unknown type
         self._report()
 
     def _calls_returning(self, frame: _Frame, returning: Set[Tuple[Optional[str], str]]) -> bool:
