@@ -91,13 +91,14 @@ class _Ordered:
     """What a set became once put in order (`list(s)`, a comprehension over it, `",".join(s)`):
     reported when used in an order-dependent way before it is sorted."""
 
-    __slots__ = ("set", "node", "item", "state")
+    __slots__ = ("set", "node", "item", "state", "how")
 
-    def __init__(self, set_: _Set, node: cst.BaseExpression, item: object) -> None:
+    def __init__(self, set_: _Set, node: Optional[cst.BaseExpression], item: object) -> None:
         self.set = set_
         self.node = node
         self.item = item
         self.state = _PENDING
+        self.how = _FREE  # the use that put it in order
 
 
 class _Seq:
@@ -256,6 +257,7 @@ class _Analysis:
         self.module_env = module_env
         self.events = rule.events
         self.imports: Dict[str, Optional[str]] = {}  # names imported in this function (or module code)
+        self.probing = False
         self.final = rule.context.resolver.module_final
 
     def resolve(self, func: cst.BaseExpression) -> Optional[str]:
@@ -291,12 +293,25 @@ class _Analysis:
                     value.state = _SORTED_STATE
                 elif how >= _ORDER:
                     value.state = _FIRED
+                    value.how = how
                     self.events.append((value.set, value.node, how == _INDEX))
             elif value.state == _FIRED and how == _INDEX:
+                value.how = how
                 self.events.append((value.set, value.node, True))
         elif kind is _TupleValue and how >= _ORDER:
             for item in value.items:
                 self.use(item, node, _OTHER)
+
+    def probe(self, function: cst.FunctionDef) -> Dict[str, _Ordered]:
+        """Read the function with each parameter holding a stand-in for a list made from a set:
+        how the function uses each parameter (see `UnorderedSetIteration.parameter_use`)."""
+        params = function.params
+        stand_ins = {}
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            stand_in = _Ordered(_Set(slot=True), None, None)  # never a set: reports nothing itself
+            stand_ins[param.name.value] = self.env[param.name.value] = stand_in
+        self.block(function.body)
+        return stand_ins
 
     def parameters(self, function: cst.FunctionDef) -> None:
         """Parameters and a return value annotated as sets (`names: set[str]`, `-> Set[str]`)."""
@@ -392,13 +407,13 @@ class _Analysis:
         elif kind is cst.Return:
             if node.value is not None:
                 value = self.expr(node.value)
-                function = self.frame.node
+                function = None if self.probing else self.frame.node
                 if function is not None and value is not _NONSTR:
                     elements = self.rule.returned_elements.setdefault(id(function), _Set())
                     elements.parts.append(_element_kind(_item(value)))
                 if type(value) is _Set and function is not None:
                     self.rule.slot(function).parts.append(value)
-                elif function is None or function.name.value != "__dir__":  # `dir()` sorts what `__dir__` returns
+                elif self.frame.node is None or self.frame.node.name.value != "__dir__":  # `dir()` sorts it
                     self.use(value, node.value, _OTHER)
         elif kind is cst.Del:
             target = node.target
@@ -715,6 +730,27 @@ class _Analysis:
             else:
                 self.consume(arg.value, how if arg.star == "" else _FREE)
 
+    def passed(self, node: cst.Call, function: cst.FunctionDef, method: bool) -> None:
+        """Arguments of a call of a function of this file: a set or what it became is put in order
+        there only if that function puts the parameter in order (read once per function)."""
+        params = function.params
+        positional = [param.name.value for param in (*params.posonly_params, *params.params)][1 if method else 0 :]
+        keywords = {param.name.value for param in (*params.params, *params.kwonly_params)}
+        for index, arg in enumerate(node.args):
+            value = self.expr(arg.value)
+            kind = type(value)
+            if kind is not _Set and kind is not _Ordered:
+                continue
+            name = None
+            if arg.star == "" and arg.keyword is None and index < len(positional):
+                name = positional[index]
+            elif arg.star == "" and arg.keyword is not None and arg.keyword.value in keywords:
+                name = arg.keyword.value
+            how = self.rule.parameter_use(function, name) if name is not None else _OTHER
+            if kind is _Set and how == _OTHER:
+                continue  # a set handed on is not put in order by that alone
+            self.use(value, arg.value, how)
+
     def call(self, node: cst.Call) -> object:
         func = node.func
         kind = type(func)
@@ -726,7 +762,7 @@ class _Analysis:
             if name is None:
                 target = self.rule.first_party(spelled, None)
                 if target is not None:
-                    self.arguments(node, _OTHER)
+                    self.passed(node, target, False)
                     return self.rule.call_result(target)
                 self.arguments(node, _OTHER)
                 return None
@@ -905,7 +941,7 @@ class _Analysis:
         if type(receiver_node) is cst.Name and receiver_node.value == "self":
             target = self.rule.first_party(attribute, self.frame.class_name)
             if target is not None:
-                self.arguments(node, _OTHER)
+                self.passed(node, target, True)
                 return self.rule.call_result(target)
         self.arguments(node, _OTHER)
         return None
@@ -1095,7 +1131,12 @@ class UnorderedSetIteration(Rule):
     name it, and through the return value of a function defined in the same
     file (a module-level function, or a method called on `self`), which also
     tells what the elements of a set built from its result are
-    (`set(read_labels(path))` with a helper returning stripped lines). A set whose
+    (`set(read_labels(path))` with a helper returning stripped lines). A set,
+    or what it became, handed to such a function counts as put in order only
+    where that function puts the parameter in order (it is read once with
+    stand-ins for its parameters): a helper that only checks each name is
+    order-free, one that enumerates its argument is reported at the caller's
+    set. A set whose
     elements are unknown (a parameter, a JSON or pandas field) is reported
     only when its order builds an index mapping: `enumerate`, `zip`,
     `.index(...)`. Sets of ints, floats, bools or `None` iterate in the same
@@ -1129,16 +1170,17 @@ class UnorderedSetIteration(Rule):
 
     ## Known problems
     Local dataflow in one file. A set stored on `self` and put in order in
-    another method, a set handed to another function that puts it in order,
-    and a set returned by a function of another module are not followed.
+    another method, and a set handed to or returned by a function of another
+    module, are not followed; a function of this file that returns its
+    argument hands the order back unseen.
     Branches are read in source order (the last binding wins). Not reported
     although they depend on the order: `next(iter(s))`, a loop that returns or
     breaks at its first match, `max(s, key=len)` with ties, a loop that only
     accumulates with `+=`, and the iteration order of a dict filled from a set.
     Reported although the order does not matter in the end: a list made from a
-    set and handed to a function that only checks it or sorts it itself
-    (`check(a, b, tuple(names))`), returned or stored (sort it at the source,
-    or use `# noqa: TDL107`); `s.pop()` on a set that holds one element by
+    set and handed to a function of another module that only checks it or
+    sorts it itself, returned or stored (sort it at the source, or use
+    `# noqa: TDL107`); `s.pop()` on a set that holds one element by
     construction elsewhere (a helper fills it with one reason); a string of
     characters joined from a set and used as a character set; and, for sets
     of unknown elements that build an index mapping, elements that turn out to
@@ -1187,6 +1229,9 @@ class UnorderedSetIteration(Rule):
         self.slots: Dict[int, _Set] = {}
         self.no_fix: Set[int] = set()
         self.returned_elements: Dict[int, _Set] = {}  # function -> the elements of what it returns
+        self.parameter_uses: Dict[int, Dict[str, int]] = {}
+        self.frame_of: Dict[int, _Frame] = {}
+        self.module_env: Optional[Dict[str, object]] = None
         self.functions: Dict[Tuple[Optional[str], str], cst.FunctionDef] = {}
 
     # -- the walk: which functions build sets, and the names of the calls they make -------------
@@ -1238,6 +1283,27 @@ class UnorderedSetIteration(Rule):
     def first_party(self, name: str, class_name: Optional[str]) -> Optional[cst.FunctionDef]:
         return self.functions.get((class_name, name))
 
+    def parameter_use(self, function: cst.FunctionDef, name: str) -> int:
+        """How a function of this file uses a parameter: `_SORTED` or `_FREE` (order-free),
+        `_ORDER` / `_INDEX` (puts it in order), `_OTHER` (hands it on, returns or stores it)."""
+        uses = self.parameter_uses.get(id(function))
+        if uses is None:
+            self.parameter_uses[id(function)] = {}  # a recursive call learns nothing
+            frame = self.frame_of.get(id(function))
+            uses = {}
+            if frame is not None:
+                analysis = _Analysis(self, frame, self.module_env)
+                analysis.probing = True
+                before = len(self.events)
+                try:
+                    stand_ins = analysis.probe(function)
+                    uses = {param: (stand_in.how if stand_in.state == _FIRED else _FREE) for param, stand_in in stand_ins.items()}
+                except RecursionError:
+                    uses = {}
+                del self.events[before:]  # the function's own findings come from its own reading
+            self.parameter_uses[id(function)] = uses
+        return uses.get(name, _OTHER)
+
     def call_result(self, function: cst.FunctionDef) -> _Set:
         """A call of a function of this file: a set if the function returns one; iterating it
         gives the elements of whatever the function returns (a list of strings, too)."""
@@ -1256,7 +1322,7 @@ class UnorderedSetIteration(Rule):
         if not module_frame.builds_set and not any(frame.builds_set for frame in self.done):
             return
         # Functions that may return a set: they build one, or call one that may (same file).
-        frame_of = {id(frame.node): frame for frame in self.done}
+        frame_of = self.frame_of = {id(frame.node): frame for frame in self.done}
         returning: Set[Tuple[Optional[str], str]] = set()
         waiting = []
         for key, function in self.functions.items():
@@ -1276,8 +1342,10 @@ class UnorderedSetIteration(Rule):
         module_env: Optional[Dict[str, object]] = None
         if module_frame.builds_set or self._calls_returning(module_frame, returning):
             analysis = _Analysis(self, module_frame, None)
+            self.module_env = analysis.env  # what the functions read meanwhile see (as at run time)
             if _read(analysis.statements, original_node.body, self.events):
                 module_env = analysis.env
+        self.module_env = module_env
         # Module-level sets of strings (`LABELS = {"cat", "dog"}`) are read in every function
         # that names them.
         kinds = _Kinds()
