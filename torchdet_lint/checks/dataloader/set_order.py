@@ -76,7 +76,7 @@ class _Set:
     """A set object: what its elements are, as a list of parts (an element kind, or another
     `_Set` whose elements it shares). A function's return slot is a `_Set` too."""
 
-    __slots__ = ("parts", "slot", "singleton", "declared", "elements")
+    __slots__ = ("parts", "slot", "singleton", "declared", "elements", "owner")
 
     def __init__(self, parts: Optional[list] = None, slot: bool = False) -> None:
         self.parts = parts if parts is not None else []
@@ -85,6 +85,7 @@ class _Set:
         # What its annotation states: False (none), `_STR` / `_NONSTR` (`set[str]`), None (`set[Node]`).
         self.declared: object = False
         self.elements: Optional["_Set"] = None  # a call's result: what iterating it gives, set or not
+        self.owner: Optional[cst.FunctionDef] = None  # the function whose returned elements these are
 
 
 class _Ordered:
@@ -199,14 +200,24 @@ class _Kinds:
     """The element kinds of sets, once the whole file is read: (some strings, only strings,
     only non-strings, is a set at all)."""
 
-    def __init__(self) -> None:
+    def __init__(self, analysed: Optional[Set[int]] = None, unreadable: Optional[Set[int]] = None) -> None:
         self.memo: Dict[int, Tuple[bool, bool, bool, bool]] = {}
+        self.analysed = analysed
+        self.unreadable = unreadable or set()
+        self.wanted: List[cst.FunctionDef] = []  # functions whose results hold elements of unknown kind, unread
 
     def of(self, set_: _Set) -> Tuple[bool, bool, bool, bool]:
         key = id(set_)
         if key in self.memo:
             return self.memo[key]
         self.memo[key] = (False, False, False, False)  # a cycle adds nothing
+        owner = set_.owner
+        if owner is not None and self.analysed is not None:
+            if id(owner) not in self.analysed and owner not in self.wanted:
+                self.wanted.append(owner)
+            if id(owner) not in self.analysed or id(owner) in self.unreadable:
+                answer = self.memo[key] = (False, False, False, True)  # what an unread function returns
+                return answer
         declared = set_.declared
         if declared is _STR or declared is _NONSTR:  # the annotation says it all
             answer = self.memo[key] = (declared is _STR, declared is _STR, declared is _NONSTR, True)
@@ -409,7 +420,10 @@ class _Analysis:
                 value = self.expr(node.value)
                 function = None if self.probing else self.frame.node
                 if function is not None and value is not _NONSTR:
-                    elements = self.rule.returned_elements.setdefault(id(function), _Set())
+                    elements = self.rule.returned_elements.get(id(function))
+                    if elements is None:
+                        elements = self.rule.returned_elements[id(function)] = _Set()
+                        elements.owner = function
                     elements.parts.append(_element_kind(_item(value)))
                 if type(value) is _Set and function is not None:
                     self.rule.slot(function).parts.append(value)
@@ -740,6 +754,11 @@ class _Analysis:
             value = self.expr(arg.value)
             kind = type(value)
             if kind is not _Set and kind is not _Ordered:
+                continue
+            if not _Kinds().of(value if kind is _Set else value.set)[0]:
+                # Not (yet) known to hold strings: the function is not read for it (a list made from
+                # a set of unknown elements counts only in an index mapping, which `_OTHER` is not).
+                self.use(value, arg.value, _OTHER)
                 continue
             name = None
             if arg.star == "" and arg.keyword is None and index < len(positional):
@@ -1231,6 +1250,8 @@ class UnorderedSetIteration(Rule):
         self.returned_elements: Dict[int, _Set] = {}  # function -> the elements of what it returns
         self.parameter_uses: Dict[int, Dict[str, int]] = {}
         self.frame_of: Dict[int, _Frame] = {}
+        self.analysed: Set[int] = set()
+        self.unreadable: Set[int] = set()
         self.module_env: Optional[Dict[str, object]] = None
         self.functions: Dict[Tuple[Optional[str], str], cst.FunctionDef] = {}
 
@@ -1308,7 +1329,10 @@ class UnorderedSetIteration(Rule):
         """A call of a function of this file: a set if the function returns one; iterating it
         gives the elements of whatever the function returns (a list of strings, too)."""
         result = _Set([self.slot(function)], slot=True)
-        result.elements = self.returned_elements.setdefault(id(function), _Set())
+        result.elements = self.returned_elements.get(id(function))
+        if result.elements is None:
+            result.elements = self.returned_elements[id(function)] = _Set()
+            result.elements.owner = function
         return result
 
     def slot(self, function: cst.FunctionDef) -> _Set:
@@ -1359,24 +1383,29 @@ class UnorderedSetIteration(Rule):
             for frame in self.done
             if frame.builds_set or self._calls_returning(frame, returning) or (shared and _names_any(frame.node, shared))
         ]
-        # The functions of this file they call are read too, for what they return (`set(load_labels(path))`).
-        analysed = {id(frame.node) for frame in chosen}
-        for frame in ([module_frame] if module_env is not None else []) + chosen:
-            for key in [(None, name) for name in frame.calls] + [(frame.class_name, name) for name in frame.self_calls]:
-                function = self.functions.get(key)
-                if function is not None and id(function) not in analysed:
-                    analysed.add(id(function))
-                    chosen.append(frame_of[id(function)])
         for frame in chosen:
-            analysis = _Analysis(self, frame, module_env)
-            function = frame.node
-            analysis.parameters(function)
-            if not _read(analysis.block, function.body, self.events):
-                analysed.discard(id(function))
-        for key, elements in self.returned_elements.items():
-            if key not in analysed:
-                elements.parts.append(None)  # a function not read returns elements of unknown type
-        self._report()
+            self._analyse(frame)
+        # A function of this file whose result fills a set that is put in order is read too, for
+        # what it returns (`set(load_labels(path))`); only then are the kinds final.
+        for _ in range(3):
+            kinds = _Kinds(self.analysed, self.unreadable)
+            for set_, _node, _index in self.events:
+                kinds.of(set_)
+            if not kinds.wanted:
+                break
+            for function in kinds.wanted:
+                self._analyse(self.frame_of[id(function)])
+        self._report(_Kinds(self.analysed, self.unreadable))
+
+    def _analyse(self, frame: _Frame) -> None:
+        function = frame.node
+        if id(function) in self.analysed:
+            return
+        self.analysed.add(id(function))
+        analysis = _Analysis(self, frame, self.module_env)
+        analysis.parameters(function)
+        if not _read(analysis.block, function.body, self.events):
+            self.unreadable.add(id(function))  # what it returns is of unknown kind
 
     def _calls_returning(self, frame: _Frame, returning: Set[Tuple[Optional[str], str]]) -> bool:
         if not returning:
@@ -1385,8 +1414,7 @@ class UnorderedSetIteration(Rule):
             return True
         return frame.class_name is not None and any((frame.class_name, name) in returning for name in frame.self_calls)
 
-    def _report(self) -> None:
-        kinds = _Kinds()
+    def _report(self, kinds: "_Kinds") -> None:
         found: Dict[int, Tuple[cst.CSTNode, bool, bool]] = {}  # node -> (node, some strings, only strings)
         for set_, node, index in self.events:
             some_str, all_str, all_nonstr, real = kinds.of(set_)
