@@ -76,7 +76,7 @@ class _Set:
     """A set object: what its elements are, as a list of parts (an element kind, or another
     `_Set` whose elements it shares). A function's return slot is a `_Set` too."""
 
-    __slots__ = ("parts", "slot", "singleton", "declared", "elements", "owner")
+    __slots__ = ("parts", "slot", "singleton", "declared", "elements", "owner", "filled_elsewhere")
 
     def __init__(self, parts: Optional[list] = None, slot: bool = False) -> None:
         self.parts = parts if parts is not None else []
@@ -86,6 +86,7 @@ class _Set:
         self.declared: object = False
         self.elements: Optional["_Set"] = None  # a call's result: what iterating it gives, set or not
         self.owner: Optional[cst.FunctionDef] = None  # the function whose returned elements these are
+        self.filled_elsewhere = False  # handed, still empty, to a call that may fill it
 
 
 class _Ordered:
@@ -298,6 +299,8 @@ class _Analysis:
         if kind is _Set:
             if how == _ORDER or how == _INDEX:
                 self.events.append((value, node, how == _INDEX))
+            elif how == _OTHER and not value.parts:
+                value.filled_elsewhere = True
         elif kind is _Ordered:
             if value.state == _PENDING:
                 if how == _SORTED:
@@ -755,6 +758,8 @@ class _Analysis:
             kind = type(value)
             if kind is not _Set and kind is not _Ordered:
                 continue
+            if kind is _Set and not value.parts:
+                value.filled_elsewhere = True
             if not _Kinds().of(value if kind is _Set else value.set)[0]:
                 # Not (yet) known to hold strings: the function is not read for it (a list made from
                 # a set of unknown elements counts only in an index mapping, which `_OTHER` is not).
@@ -898,7 +903,9 @@ class _Analysis:
                 return _Set(parts)
             if attribute == "pop" and not node.args:
                 self.rule.no_fix.add(id(receiver_node))  # `sorted(s).pop()` would leave `s` whole
-                self.use(receiver, receiver_node, _ORDER)
+                if not (receiver.filled_elsewhere and not receiver.parts):
+                    # (an out-parameter filled by a helper is usually one reason or one name)
+                    self.use(receiver, receiver_node, _ORDER)
                 return _Elem(receiver)
             self.arguments(node, _FREE)
             return None
@@ -1169,7 +1176,8 @@ class UnorderedSetIteration(Rule):
     loop that stores `d[f(x)] = g(x)` keyed by the element, builds the same
     mapping in any order: not reported. A set checked to hold one element
     (`len(s) == 1`, `!= 1` before a `raise`, `assert len(s) == 1`) has one
-    order. What the set became (a list, a comprehension, a list a loop
+    order, and so, as a rule, has one that was handed empty to a function
+    that fills it and is then `.pop()`ed (an out-parameter of reasons). What the set became (a list, a comprehension, a list a loop
     appended to) is followed through names in the same function: sorted
     (`names.sort()`, `names = sorted(names)`, `np.unique(...)`) before any
     order-dependent use, or only ever used in order-free ways, it is not
@@ -1200,7 +1208,8 @@ class UnorderedSetIteration(Rule):
     set and handed to a function of another module that only checks it or
     sorts it itself, returned or stored (sort it at the source, or use
     `# noqa: TDL107`); `s.pop()` on a set that holds one element by
-    construction elsewhere (a helper fills it with one reason); a string of
+    construction elsewhere (returned by a helper that builds one-element
+    sets); a string of
     characters joined from a set and used as a character set; and, for sets
     of unknown elements that build an index mapping, elements that turn out to
     be numbers. JSON and pandas fields are of unknown type (they are often int
