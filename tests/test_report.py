@@ -234,3 +234,24 @@ def test_a_spawned_worker_has_a_row_of_its_own(tmp_path: Path) -> None:
     assert worker["checks"]["deterministic-mode"]["status"] == "not-needed"
     code, out, _ = run_cli("report", "--color", "never", cwd=tmp_path)
     assert "main.py:15 -> main_worker" in out and "spawned by `mp.spawn(...)` in the program that starts at main.py:23" in out
+
+
+def test_functional_dropout_left_on_is_missing_in_eval_dropout(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "model.py").write_text(
+        "import torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return F.dropout(x, 0.5)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "evaluate.py").write_text(
+        "import torch\n\nfrom model import Net\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+        "    net = Net()\n    net.eval()\n    print(net(torch.ones(3)))\n",
+        encoding="utf-8",
+    )
+    code, report = _report(cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["eval-dropout"]
+    assert code == 1 and result["status"] == "missing", result
+    assert [(e["path"], e["line"]) for e in result["evidence"]] == [("model.py", 7)]
+    (tmp_path / "model.py").write_text((tmp_path / "model.py").read_text().replace("0.5)", "0.5, training=self.training)"))
+    code, report = _report(cwd=tmp_path)
+    assert report["entry_points"][0]["checks"]["eval-dropout"]["status"] == "ok"

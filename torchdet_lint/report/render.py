@@ -23,6 +23,10 @@ _HEADINGS = {
     "dataloaders": ("data", "loaders"),
     "raising-ops": ("raising", "ops"),
     "third-party-kernels": ("3rd-party", "kernels"),
+    "resume-rng-state": ("resume", "rng state"),
+    "hidden-order": ("hidden", "order"),
+    "compiled-code": ("compiled", "code"),
+    "eval-dropout": ("eval", "dropout"),
 }
 _CELL = {OK: "ok", MISSING: "missing", NOT_NEEDED: "-"}
 _STYLE = {OK: ("32",), MISSING: ("1", "31"), NOT_NEEDED: ("2",)}  # green, bold red, dim: as the diagnostics' output

@@ -24,6 +24,7 @@ CHECKS = (
     "dataloaders",
     "raising-ops",
     "third-party-kernels",
+    "eval-dropout",
 )
 SEED_CHECKS = {"torch-seed": ("TDL001", "torch"), "random-seed": ("TDL002", "random"), "numpy-seed": ("TDL003", "numpy")}
 # Checks that are `missing` when a finding of these codes lies in code the entry point reaches.
@@ -33,6 +34,7 @@ FINDING_CHECKS = {
     "dataloaders": frozenset({"TDL101", "TDL102", "TDL103", "TDL104", "TDL105"}),
     "raising-ops": frozenset({"TDL202"}),
     "third-party-kernels": frozenset({"TDL203"}),
+    "eval-dropout": frozenset({"TDL009"}),
 }
 # What the report needs computed, whatever the selection: added to it.
 REPORT_CODES: FrozenSet[str] = frozenset({"TDL001", "TDL002", "TDL003", "TDL302"}).union(*FINDING_CHECKS.values())
@@ -185,4 +187,6 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         if reach.ops:
             return CheckResult(OK, [_evidence(project, site, f"reached, and not TDL202: {site.site.text}") for site in reach.ops[:MAX_EVIDENCE]])
         return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no operation of the catalog")])
+    if check == "eval-dropout":
+        return CheckResult(OK, [Evidence(entry.path, entry.line, "no reached module calls functional dropout without `training=`")])
     return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no nondeterministic third-party kernel")])
