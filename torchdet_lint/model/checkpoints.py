@@ -206,7 +206,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         function_type = type(func)
         attribute = func.attr.value if function_type is cst.Attribute else None
         if attribute == "load_state_dict":
-            if node.args and self._is_optimizer(func.value):
+            if node.args and (self._is_optimizer(func.value) or _optimizer_item(node.args[0].value)):
                 self._load(node, func.value)
             return
         qualified = self.context.call_name(node)
@@ -440,14 +440,16 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                 # `checkpoint = {...}` alone on its line: one entry per line, as black and ruff
                 # format lay out a dict that no longer fits (the trailing commas keep it so).
                 edit.wide = [(start, end, self._exploded(display, entry, indent))]
-            elif any(arg.value is display for arg in call.args) and not call.args[0].star:
-                # `torch.save({...}, path)` alone on its line: one argument per line, and the
+            elif any(arg.value is display for arg in call.args) and not any(arg.star for arg in call.args):
+                # `torch.save({...}, path)` alone on its lines: one argument per line, and the
                 # dict one entry per line.
                 call_line, call_column, call_end_line, call_end_column = context.node_range(call)
                 call_prefix = lines.line_text(call_line)[:call_column]
                 call_after = lines.line_text(call_end_line)[call_end_column:].strip()
+                call_start, call_end = context.node_offsets(call)
                 alone = not call_prefix.strip() and (not call_after or call_after.startswith("#"))
-                if call_end_line == call_line == line and alone:
+                # The call is rewritten: not when that would drop a comment inside it.
+                if alone and "#" not in context.text[call_start:call_end]:
                     inner = call_prefix + context.module.default_indent
                     arguments = [
                         self._exploded(display, entry, inner)
@@ -455,7 +457,6 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                         else _code(context, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
                         for arg in call.args
                     ]
-                    call_start, call_end = context.node_offsets(call)
                     opening = _code(context, call.func) + "("
                     body = "".join(inner + argument + "," + newline for argument in arguments)
                     edit.wide = [(call_start, call_end, opening + newline + body + call_prefix + ")")]
@@ -478,3 +479,13 @@ class ResumeCollector(cst.BatchableCSTVisitor):
 
 def _code(context: "FileContext", node: cst.CSTNode) -> str:
     return context.module.code_for_node(node).strip()
+
+
+def _optimizer_item(value: cst.BaseExpression) -> bool:
+    """`checkpoint["optimizer"]`, `state.get("optim_state")`: an item whose key names an optimizer."""
+    key = None
+    if type(value) is cst.Subscript and len(value.slice) == 1 and type(value.slice[0].slice) is cst.Index:
+        key = literal(value.slice[0].slice.value)
+    elif type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get" and value.args:
+        key = literal(value.args[0].value)
+    return isinstance(key, str) and "optim" in key.lower()
