@@ -200,7 +200,7 @@ class CheckpointWithoutRngState(ProjectRule):
             message = (
                 f"checkpoint with the optimizer state but not the state of {_join(words)}: training resumed from it "
                 f"(`{load.receiver}.load_state_dict` at {where}) draws other random numbers than an uninterrupted run; "
-                f"save {_join(reads)} in it and restore them after the load"
+                f"save {_join(reads)} in it and restore {'them' if len(reads) > 1 else 'it'} after the load"
             )
             fix = _Fixer(project, analysis, display, resume[display]).fix(site, missing, module_states[display], loads)
             diagnostic = Diagnostic(
