@@ -354,12 +354,15 @@ class _Fixer:
         module_names = set(self.facts.module_names)
         if not all(name.split(".")[0] in site.bound or name.split(".")[0] in module_names for name in generators):
             return None  # a generator the save cannot name
-        restores = [
-            load
-            for path, load in loads
-            if path == self.display and load.checkpoint and load.restore_offset is not None
-            and "." + LOAD_HELPER not in getattr(self.summary.functions.get(load.key), "calls", ())
-        ]
+        # One restore per loaded checkpoint, after its last optimizer load (a GAN loads two).
+        last: Dict[Tuple[str, str], OptimizerLoad] = {}
+        for path, load in loads:
+            if path == self.display and load.checkpoint and load.restore_offset is not None:
+                if "." + LOAD_HELPER not in getattr(self.summary.functions.get(load.key), "calls", ()):
+                    known = last.get((load.key, load.checkpoint))
+                    if known is None or known.restore_offset < load.restore_offset:
+                        last[(load.key, load.checkpoint)] = load
+        restores = sorted(last.values(), key=lambda load: load.restore_offset)
         for load in restores:
             if not all(name.split(".")[0] in load.bound or name.split(".")[0] in module_names for name in generators):
                 return None  # a generator the restore cannot name
