@@ -57,7 +57,8 @@ class CheckpointWithoutRngState(ProjectRule):
     `load_state_dict` on an optimizer: an object built by a `torch.optim`
     class (or `timm.optim.create_optimizer_v2`, Transformers' `AdamW`,
     `ZeroRedundancyOptimizer`, bitsandbytes and apex optimizers), or a name or
-    attribute ending in `optimizer`/`optim`. A *checkpoint* is a `torch.save`
+    attribute ending in `optimizer`/`optim` (or loading an item whose key
+    contains `optim`: `opt.load_state_dict(state["optim"])`). A *checkpoint* is a `torch.save`
     whose object is a dict display, or a name bound to one in the same function
     (with the `d["k"] = ...` item assignments that follow), holding an
     optimizer's `state_dict()` (a value under a key containing `optim` counts
@@ -95,12 +96,15 @@ class CheckpointWithoutRngState(ProjectRule):
     The fix adds the missing states under one key, `"rng_state":
     rng_state_dict(...)`, as one more entry of the dict display in the
     display's own layout (one line at the entries' indentation when they are
-    one per line), or, when the dict is built by item assignments, as
+    one per line, with their trailing-comma style; a one-line dict that would
+    pass the line length is laid out one entry per line, as a formatter
+    would), or, when the dict is built by item assignments, as
     `checkpoint["rng_state"] = rng_state_dict(...)` right before the save.
     Where the load is visible in the same file (a name bound from
     `torch.load(...)` in the same function, whose item feeds the optimizer's
-    `load_state_dict`), it restores them right after that statement, guarded
-    so that older checkpoints still load:
+    `load_state_dict`), it restores them right after that statement (after
+    the last one, when several optimizers load from it), guarded so that
+    older checkpoints still load:
     `if "rng_state" in checkpoint: load_rng_state_dict(checkpoint["rng_state"], ...)`.
     The pair of helpers is written once per module after the imports (an
     existing pair is reused), with only the states the module's checkpoints
@@ -108,8 +112,10 @@ class CheckpointWithoutRngState(ProjectRule):
     The saved form loads with `torch.load`'s default `weights_only=True`
     (torch 2.6 and later): tensors, tuples, lists, ints, floats and `None`;
     NumPy's key array goes in as an int64 tensor and comes back as `uint32`.
+    The restore moves the tensors to the CPU first, so a checkpoint loaded
+    with `map_location="cuda"` restores too.
 
-    No fix when the saved object is not a visible dict, when the dict already
+    No fix when the dict already
     has an `"rng_state"` key, when a needed generator's name is not bound at
     the save and at the restore, in notebooks, or when a helper of that name
     exists but does not save those states. A load in another file than the
