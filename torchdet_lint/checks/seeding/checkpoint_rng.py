@@ -406,50 +406,55 @@ class _Fixer:
         return Fix(title, Applicability.UNSAFE, merge_edits(self.edits))
 
     def _helpers(self, kinds: Set[str], quote: str) -> Optional[str]:
-        """The `rng_state_dict` / `load_rng_state_dict` pair for these states."""
+        """The `rng_state_dict` / `load_rng_state_dict` pair for these states, with the module's names."""
         torch = self._module("torch", "torch")
         random = self._module("random", "random") if "random" in kinds else "random"
         numpy = self._module("numpy", "np") if "numpy" in kinds else "np"
         if torch is None or random is None or numpy is None:
             return None
+        return helper_source(kinds, quote, torch, random, numpy)
 
-        def key(name: str) -> str:
-            return f"{quote}{name}{quote}"
 
-        generators = "generators" in kinds
-        save = [
-            f"def {SAVE_HELPER}({'*generators' if generators else ''}):",
-            '    """The random number generators\' states, in types that `torch.load` reads',
-            "    with `weights_only=True`" + (" (NumPy's key array as a tensor)." if "numpy" in kinds else ".") + '"""',
+def helper_source(kinds: Set[str], quote: str = '"', torch: str = "torch", random: str = "random", numpy: str = "np") -> str:
+    """The helper pair's source for these states ("torch", "cuda", "random", "numpy", "generators")."""
+
+    def key(name: str) -> str:
+        return f"{quote}{name}{quote}"
+
+    generators = "generators" in kinds
+    save = [
+        f"def {SAVE_HELPER}({'*generators' if generators else ''}):",
+        '    """The random number generators\' states, in types that `torch.load` reads',
+        "    with `weights_only=True`" + (" (NumPy's key array as a tensor)." if "numpy" in kinds else ".") + '"""',
+    ]
+    if "numpy" in kinds:
+        save.append(f"    _, keys, pos, has_gauss, gauss = {numpy}.random.get_state()")
+    save.append("    return {")
+    load = [
+        f"def {LOAD_HELPER}(state{', *generators' if generators else ''}):",
+        f'    """Restores the states that `{SAVE_HELPER}` saved."""',
+    ]
+    if "torch" in kinds:
+        save.append(f"        {key('torch')}: {torch}.get_rng_state(),")
+        load.append(f"    {torch}.set_rng_state(state[{key('torch')}].cpu())")
+    if "cuda" in kinds:
+        save.append(f"        {key('cuda')}: {torch}.cuda.get_rng_state_all(),")
+        load.append(f"    {torch}.cuda.set_rng_state_all([s.cpu() for s in state[{key('cuda')}]])")
+    if "random" in kinds:
+        save.append(f"        {key('random')}: {random}.getstate(),")
+        load.append(f"    {random}.setstate(state[{key('random')}])")
+    if "numpy" in kinds:
+        save.append(f"        {key('numpy')}: ({torch}.from_numpy(keys.astype({numpy}.int64)), pos, has_gauss, gauss),")
+        load += [
+            f"    keys, pos, has_gauss, gauss = state[{key('numpy')}]",
+            f"    keys = keys.cpu().numpy().astype({numpy}.uint32)",
+            f"    {numpy}.random.set_state(({key('MT19937')}, keys, pos, has_gauss, gauss))",
         ]
-        if "numpy" in kinds:
-            save.append(f"    _, keys, pos, has_gauss, gauss = {numpy}.random.get_state()")
-        save.append("    return {")
-        load = [
-            f"def {LOAD_HELPER}(state{', *generators' if generators else ''}):",
-            f'    """Restores the states that `{SAVE_HELPER}` saved."""',
+    if generators:
+        save.append(f"        {key('generators')}: [generator.get_state() for generator in generators],")
+        load += [
+            f"    for generator, generator_state in zip(generators, state[{key('generators')}]):",
+            "        generator.set_state(generator_state.cpu())",
         ]
-        if "torch" in kinds:
-            save.append(f"        {key('torch')}: {torch}.get_rng_state(),")
-            load.append(f"    {torch}.set_rng_state(state[{key('torch')}].cpu())")
-        if "cuda" in kinds:
-            save.append(f"        {key('cuda')}: {torch}.cuda.get_rng_state_all(),")
-            load.append(f"    {torch}.cuda.set_rng_state_all([s.cpu() for s in state[{key('cuda')}]])")
-        if "random" in kinds:
-            save.append(f"        {key('random')}: {random}.getstate(),")
-            load.append(f"    {random}.setstate(state[{key('random')}])")
-        if "numpy" in kinds:
-            save.append(f"        {key('numpy')}: ({torch}.from_numpy(keys.astype({numpy}.int64)), pos, has_gauss, gauss),")
-            load += [
-                f"    keys, pos, has_gauss, gauss = state[{key('numpy')}]",
-                f"    keys = keys.cpu().numpy().astype({numpy}.uint32)",
-                f"    {numpy}.random.set_state(({key('MT19937')}, keys, pos, has_gauss, gauss))",
-            ]
-        if generators:
-            save.append(f"        {key('generators')}: [generator.get_state() for generator in generators],")
-            load += [
-                f"    for generator, generator_state in zip(generators, state[{key('generators')}]):",
-                "        generator.set_state(generator_state.cpu())",
-            ]
-        save.append("    }")
-        return "\n".join(save) + "\n\n\n" + "\n".join(load) + "\n"
+    save.append("    }")
+    return "\n".join(save) + "\n\n\n" + "\n".join(load) + "\n"
