@@ -178,7 +178,7 @@ class CheckpointWithoutRngState(ProjectRule):
         resumes = analysis.resume_loads()
         if not resumes:
             return
-        findings: List[Tuple[str, CheckpointSite, List[str], List[EntryPoint], Loads]] = []
+        findings: List[Tuple[str, CheckpointSite, List[str], Loads]] = []
         for display in sorted(resume):
             if not project.is_reported(display):
                 continue
@@ -192,12 +192,12 @@ class CheckpointWithoutRngState(ProjectRule):
                 if not missing:
                     continue
                 own = [(path, load) for path, load in resumes if any((path, load.key) in analysis.nodes(entry) for entry in runs)]
-                findings.append((display, site, missing, runs, own or resumes))
+                findings.append((display, site, missing, own or resumes))
         # The helpers a module gets hold what all of its checkpoints need (one text: one insertion).
         module_states: Dict[str, Set[str]] = {}
-        for display, _, missing, _, _ in findings:
+        for display, _, missing, _ in findings:
             module_states.setdefault(display, set()).update(_helper_kind(state) for state in missing)
-        for display, site, missing, runs, loads in findings:
+        for display, site, missing, loads in findings:
             path, load = loads[0]
             where = project.where(Located(path, Site(load.line, "")))
             named = {state: state[len(GENERATOR) :] for state in missing if state.startswith(GENERATOR)}
@@ -327,7 +327,8 @@ class _Analysis:
             nodes = self.project.resolve(display, self.project.summaries[display].exports[name])
         if not nodes:
             return None
-        return {_helper_kind(state) for node in nodes for state in self.captures(node)}
+        states = {state for node in nodes for state in self.captures(node)}
+        return states | {_helper_kind(state) for state in states}
 
 
 class _Fixer:
@@ -377,6 +378,8 @@ class _Fixer:
             saves = self.analysis.helper_saves(self.display, SAVE_HELPER)
             if saves is None or not {_helper_kind(state) for state in missing} <= saves:
                 return None  # the module's helper does not save these states
+            if generators and GENERATOR + "generator" not in saves:
+                return None  # not the pair this fix writes: whether it takes the generators is unknown
         elif defined:
             return None  # half a pair: its format is unknown
         else:
