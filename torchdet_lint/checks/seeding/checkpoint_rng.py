@@ -78,7 +78,9 @@ class CheckpointWithoutRngState(ProjectRule):
     it (in the dict or beside it), or calls a first-party helper that reads it
     (a helper reading a generator's state saves the generators passed to it).
     Reported at the `torch.save(...)` call; the message names the missing
-    states and the resume site (the optimizer's `load_state_dict`).
+    states and the resume site (the optimizer's `load_state_dict`). A
+    function started in a new process (`mp.spawn(train, ...)`, a spawned
+    entry point) is a run of its own: the states it needs are what it reaches.
 
     Not reported: Accelerate's `accelerator.save_state`/`load_state`, the
     Transformers `Trainer` and Lightning's `Trainer` (their checkpoints carry
@@ -183,7 +185,7 @@ class CheckpointWithoutRngState(ProjectRule):
             if not project.is_reported(display):
                 continue
             for site in resume[display].checkpoints:
-                runs = [entry for entry in project.entry_points if (display, site.key) in analysis.nodes(entry)]
+                runs = [entry for entry in analysis.entries if (display, site.key) in analysis.nodes(entry)]
                 if not runs:
                     continue
                 needed = analysis.needed(runs)
@@ -236,18 +238,21 @@ class _Analysis:
     def __init__(self, project: Project, resume: Dict[str, ResumeFacts]) -> None:
         self.project = project
         self.resume = resume
-        self._nodes: Dict[str, Set[Node]] = {}
+        # A function started in a new process (`mp.spawn(train, ...)`) is a run of its own: the
+        # parent's reach stops at the process boundary.
+        self.entries: List[EntryPoint] = [*project.entry_points, *project.spawned_entry_points]
+        self._nodes: Dict[int, Set[Node]] = {}
 
     def nodes(self, entry: EntryPoint) -> Set[Node]:
-        found = self._nodes.get(entry.path)
+        found = self._nodes.get(id(entry))
         if found is None:
-            found = self._nodes[entry.path] = self.project.reached_nodes(entry)
+            found = self._nodes[id(entry)] = self.project.reached_nodes(entry)
         return found
 
     def resume_loads(self) -> Loads:
         """The optimizer loads some entry point reaches (the project resumes)."""
         loads = [(display, load) for display, facts in sorted(self.resume.items()) for load in facts.loads]
-        return [(d, load) for d, load in loads if any((d, load.key) in self.nodes(entry) for entry in self.project.entry_points)]
+        return [(d, load) for d, load in loads if any((d, load.key) in self.nodes(entry) for entry in self.entries)]
 
     def needed(self, runs: List[EntryPoint]) -> List[str]:
         """The states the runs need saved: what they draw from, less what their loops reseed."""
