@@ -1,0 +1,491 @@
+"""Resume facts for TDL008, filled in the shared traversal: the checkpoints a file
+saves (`torch.save` of a visible dict holding an optimizer's `state_dict()`), the
+optimizer loads that resume training, the RNG states each function reads, the
+named generators handed to loaders, and the reseeding its loops do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+import re
+
+import libcst as cst
+
+from torchdet_lint.model.facts import GENERATOR_POSITION, RANDOM_SAMPLERS, config_helpers, facts, helper_covers, is_dataloader
+from torchdet_lint.names import NOT_LITERAL, arg_value, dotted_name, literal
+from torchdet_lint.traversal import BatchedWalker
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchdet_lint.context import FileContext
+
+# A file none of these words appear in holds no checkpoint, no optimizer load, no
+# state capture, no named loader generator and no reseeding loop: it is not walked.
+WORDS = ("state_dict", "seed", "get_state", "getstate", "get_rng_state", "generator", "_collect_rng_states")
+# The states a checkpoint may carry, in the order messages and the fix's helper list them.
+STATE_KINDS = ("torch", "cuda", "random", "numpy")
+GENERATOR = "generator:"  # prefix of a named generator's state: "generator:g"
+CALL = "call:"  # prefix of a first-party seeding call in a loop (resolved by the project phase)
+KEY = "rng_state"  # the checkpoint key the fix adds
+VALUE = "\x00"  # placeholder for the helper call in the precomputed edits
+# Calls that read a global RNG's state (for a checkpoint), by qualified name.
+CAPTURES: Dict[str, Tuple[str, ...]] = {
+    "torch.get_rng_state": ("torch",),
+    "torch.random.get_rng_state": ("torch",),
+    "torch.default_generator.get_state": ("torch",),
+    "torch.cuda.get_rng_state": ("cuda",),
+    "torch.cuda.get_rng_state_all": ("cuda",),
+    "torch.cuda.random.get_rng_state": ("cuda",),
+    "torch.cuda.random.get_rng_state_all": ("cuda",),
+    "random.getstate": ("random",),
+    "numpy.random.get_state": ("numpy",),
+    # Lightning's own checkpoints carry these four (lightning/fabric/utilities/seed.py).
+    "lightning.fabric.utilities.seed._collect_rng_states": STATE_KINDS,
+    "lightning_fabric.utilities.seed._collect_rng_states": STATE_KINDS,
+    "pytorch_lightning.utilities.seed._collect_rng_states": STATE_KINDS,
+}
+# Optimizers built by a factory or a class outside `torch.optim` (a load of their state resumes training).
+OPTIMIZER_FACTORIES = frozenset(
+    {
+        "timm.optim.create_optimizer", "timm.optim.create_optimizer_v2", "transformers.AdamW", "transformers.Adafactor",
+        "transformers.optimization.AdamW", "transformers.optimization.Adafactor",
+        "torch.distributed.optim.ZeroRedundancyOptimizer",
+    }
+)
+OPTIMIZER_PACKAGES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "deepspeed.ops.adam.")
+NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
+SAMPLERS = RANDOM_SAMPLERS | {"torch.utils.data.DataLoader"}
+_NAME_BINDING_RE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*[ \t]*=[ \t]*$")  # `checkpoint = ` before a dict
+
+
+@dataclass
+class EntryEdit:
+    """How to add `"rng_state": <call>` to a checkpoint: edits whose text holds `VALUE`
+    where the call goes. `wide` replaces `edits` when the inline form passes `room` columns."""
+
+    edits: List[Tuple[int, int, str]]
+    room: Optional[int] = None
+    wide: Optional[List[Tuple[int, int, str]]] = None
+
+
+@dataclass
+class CheckpointSite:
+    key: str  # the function (summary key) holding the `torch.save`
+    line: int
+    column: int  # 1-based
+    end_line: int
+    end_column: int
+    start_offset: int
+    end_offset: int
+    # First-party calls in the checkpoint's values: (target, dotted names passed), e.g. a helper
+    # `rng_state_dict(g)` whose body reads the states.
+    helper_calls: List[Tuple[str, List[str]]] = field(default_factory=list)
+    bound: List[str] = field(default_factory=list)  # names bound in the function at the save
+    entry: Optional[EntryEdit] = None  # None: no fix (not a visible dict, odd layout, key taken)
+    quote: str = '"'
+
+
+@dataclass
+class OptimizerLoad:
+    key: str
+    line: int
+    receiver: str  # as written: `optimizer`, `self.optim`
+    checkpoint: Optional[str] = None  # the name bound from `torch.load(...)` whose item is loaded
+    restore_offset: Optional[int] = None  # start of the line after the load statement
+    indent: str = ""
+    bound: List[str] = field(default_factory=list)
+
+
+@dataclass
+class ResumeFacts:
+    checkpoints: List[CheckpointSite] = field(default_factory=list)
+    loads: List[OptimizerLoad] = field(default_factory=list)
+    captures: Dict[str, List[str]] = field(default_factory=dict)  # function key -> states its code reads
+    loader_generators: Dict[str, List[str]] = field(default_factory=dict)  # function key -> named generators
+    loop_seeds: Dict[str, List[str]] = field(default_factory=dict)  # function key -> what its loops reseed
+    module_names: List[str] = field(default_factory=list)
+    # The fix's anchors: after the imports, the blank lines that follow there, imports to add.
+    helper_offset: int = 0
+    helper_blank_after: int = 0
+    helper_at_eof: bool = False
+    helper_at_end: bool = False  # nothing but blank lines follows the anchor
+    import_edits: Dict[str, Tuple[int, str]] = field(default_factory=dict)
+    indent_unit: str = "    "
+
+
+def _add(table: Dict[str, List[str]], key: str, item: str) -> None:
+    items = table.setdefault(key, [])
+    if item not in items:
+        items.append(item)
+
+
+def optimizer_class(qualified: Optional[str]) -> bool:
+    if not qualified:
+        return False
+    if qualified in OPTIMIZER_FACTORIES:
+        return True
+    if qualified.startswith(NOT_OPTIMIZERS) or not qualified.startswith(OPTIMIZER_PACKAGES):
+        return False
+    return qualified.rsplit(".", 1)[-1][:1].isupper()
+
+
+class _Frame:
+    __slots__ = ("loops", "items")
+
+    def __init__(self) -> None:
+        self.loops = 0
+        self.items: Dict[str, List[Tuple[object, cst.BaseExpression]]] = {}  # `d["k"] = v` per name
+
+
+class _CallCollector(cst.BatchableCSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: List[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+
+class ResumeCollector(cst.BatchableCSTVisitor):
+    """Runs right after the `SummaryCollector` in the shared walk (`collector`: it reads the
+    collector's current function key and call targets, and stores the facts in its summary)."""
+
+    def __init__(self, context: "FileContext", collector: Any) -> None:
+        super().__init__()
+        self.context = context
+        self.collector = collector
+        self.resolver = context.resolver
+        self.facts = ResumeFacts()
+        self.frames: List[_Frame] = [_Frame()]
+        self.helpers = facts().helpers
+        self.config_helpers = config_helpers(context.settings)
+        self._saves: List[Tuple[CheckpointSite, cst.Call, cst.Dict, Optional[str], bool]] = []
+        self._loads: List[Tuple[OptimizerLoad, cst.Call]] = []
+
+    @classmethod
+    def for_file(cls, context: "FileContext", collector: Any) -> Optional["ResumeCollector"]:
+        text = context.text
+        return cls(context, collector) if any(word in text for word in WORDS) else None
+
+    # -- where we are ---------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.frames.append(_Frame())
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.frames.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self.frames[-1].loops += 1
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.frames[-1].loops -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        self.frames[-1].loops += 1
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self.frames[-1].loops -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        kind = type(target)
+        items = self.frames[-1].items
+        if kind is cst.Subscript and type(target.value) is cst.Name and len(target.slice) == 1:
+            index = target.slice[0].slice
+            key = literal(index.value) if type(index) is cst.Index else NOT_LITERAL
+            items.setdefault(target.value.value, []).append((key, node.value))
+        elif kind is cst.Name and target.value in items:
+            del items[target.value]  # rebound: a new dict
+
+    # -- calls ------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        function_type = type(func)
+        attribute = func.attr.value if function_type is cst.Attribute else None
+        if attribute == "load_state_dict":
+            if node.args and (self._is_optimizer(func.value) or _optimizer_item(node.args[0].value)):
+                self._load(node, func.value)
+            return
+        qualified = self.context.call_name(node)
+        key = self.collector.key
+        if qualified is not None:
+            captured = CAPTURES.get(qualified)
+            if captured is not None:
+                for kind in captured:
+                    _add(self.facts.captures, key, kind)
+            elif qualified == "torch.save":
+                self._save(node)
+            elif qualified in SAMPLERS or is_dataloader(qualified):
+                generator = arg_value(node, "generator", GENERATOR_POSITION.get(qualified))
+                name = dotted_name(generator) if generator is not None else None
+                if name is not None:
+                    _add(self.facts.loader_generators, key, name)
+        elif attribute == "get_state" and not node.args:
+            # `g.get_state()`: a generator object's state (`np.random.get_state` resolves above).
+            receiver = dotted_name(func.value)
+            _add(self.facts.captures, key, GENERATOR + (receiver or ""))
+        if self.frames[-1].loops and node.args:
+            self._loop_seed(node, qualified, attribute)
+
+    def _loop_seed(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str]) -> None:
+        """A seeding call in a loop body from a value that changes (`torch.manual_seed(seed + step)`):
+        each step or epoch then draws from streams that a resumed run draws from too."""
+        if qualified is not None:
+            helper = self.helpers.get(qualified)
+            covered = helper_covers(helper, node) if helper is not None else self.config_helpers.get(qualified)
+            last = qualified.rsplit(".", 1)[-1]
+            if not covered and "seed" not in last.lower():
+                return
+        elif attribute == "manual_seed":
+            covered = None
+        else:
+            spelled = attribute if attribute is not None else (node.func.value if type(node.func) is cst.Name else "")
+            if "seed" not in spelled.lower():
+                return
+            covered = None
+        if all(literal(arg.value) is not NOT_LITERAL for arg in node.args):
+            return
+        key = self.collector.key
+        if covered:
+            for kind in covered:
+                if kind in ("torch", "random", "numpy"):
+                    _add(self.facts.loop_seeds, key, kind)
+                if kind in ("torch", "cuda"):
+                    _add(self.facts.loop_seeds, key, "cuda")
+        elif qualified is None and attribute == "manual_seed":
+            receiver = dotted_name(node.func.value)
+            if receiver is not None:
+                _add(self.facts.loop_seeds, key, GENERATOR + receiver)
+        else:
+            target = self.collector._target(node.func, qualified)
+            if target:
+                _add(self.facts.loop_seeds, key, CALL + target)
+
+    # -- optimizers ---------------------------------------------------------------------------
+    def _is_optimizer(self, node: cst.BaseExpression) -> bool:
+        """An optimizer: a name or attribute ending in `optimizer`/`optim`, or bound to a
+        `torch.optim` class or a known factory."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return False
+        if dotted.rsplit(".", 1)[-1].lower().endswith(("optimizer", "optim")):
+            return True
+        scopes = self.context.scopes
+        values = scopes.values(dotted, module_too=True) if type(node) is cst.Name else scopes.expression_values(node)
+        return any(type(v) is cst.Call and optimizer_class(self.resolver.qualified_name(v.func)) for v in values)
+
+    def _optimizer_state(self, key: object, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """A checkpoint value holding an optimizer's `state_dict()` (directly or through a name)."""
+        if type(value) is cst.Name and depth == 0:
+            bound = self.context.scopes.value(value.value)
+            return bound is not None and self._optimizer_state(key, bound, 1)
+        if type(value) is not cst.Call or type(value.func) is not cst.Attribute or value.func.attr.value != "state_dict":
+            return False
+        return self._is_optimizer(value.func.value) or (isinstance(key, str) and "optim" in key.lower())
+
+    # -- saves and loads -------------------------------------------------------------------------
+    def _save(self, node: cst.Call) -> None:
+        obj = arg_value(node, "obj", 0)
+        name = None
+        items: List[Tuple[object, cst.BaseExpression]] = []
+        if type(obj) is cst.Dict:
+            display = obj
+        elif type(obj) is cst.Name:
+            display = self.context.scopes.value(obj.value)
+            if type(display) is not cst.Dict:
+                return
+            name = obj.value
+            items = self.frames[-1].items.get(name, [])
+        else:
+            return
+        pairs = [(literal(e.key), e.value) for e in display.elements if type(e) is cst.DictElement]
+        in_display = any(self._optimizer_state(key, value) for key, value in pairs)
+        in_items = any(self._optimizer_state(key, value) for key, value in items)
+        if not (in_display or in_items):
+            return
+        site = CheckpointSite(self.collector.key, 0, 0, 0, 0, 0, 0, bound=self._bound_here())
+        calls = _CallCollector()
+        walker = BatchedWalker([calls])
+        for _, value in pairs + items:
+            walker.walk(value)
+        for call in calls.calls:
+            if self.context.call_name(call) in CAPTURES:
+                continue
+            target = self.collector._target(call.func)
+            if target:
+                names = [d for d in (dotted_name(arg.value) for arg in call.args if not arg.star) if d]
+                site.helper_calls.append((target, names))
+        keys = [key for key, _ in pairs + items]
+        strings = [e.key for e in display.elements if type(e) is cst.DictElement and type(e.key) is cst.SimpleString]
+        if strings and strings[0].value.lstrip("rbuRBU").startswith("'"):
+            site.quote = "'"
+        by_item = name is not None and (in_items and not in_display or not display.elements)
+        self._saves.append((site, node, display, name if by_item else None, KEY in keys))
+        self.facts.checkpoints.append(site)
+
+    def _load(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+        load = OptimizerLoad(self.collector.key, 0, dotted_name(receiver) or "optimizer", bound=self._bound_here())
+        value = node.args[0].value
+        scopes = self.context.scopes
+        if type(value) is cst.Name:
+            value = scopes.value(value.value) or value
+        base = None
+        if type(value) is cst.Subscript and type(value.value) is cst.Name:
+            base = value.value.value
+        elif type(value) is cst.Call and type(value.func) is cst.Attribute and type(value.func.value) is cst.Name:
+            base = value.func.value.value if value.func.attr.value == "get" else None  # `checkpoint.get("optimizer")`
+        if base is not None:
+            bound = scopes.value(base)
+            if type(bound) is cst.Call and self.context.call_name(bound) == "torch.load":
+                load.checkpoint = base
+        self._loads.append((load, node))
+        self.facts.loads.append(load)
+
+    def _bound_here(self) -> List[str]:
+        """Names bound so far in the enclosing functions (module names are added in `finish`)."""
+        names: List[str] = []
+        for scope in self.resolver.scopes[1:]:
+            if scope.kind == "function":
+                names.extend(scope.bindings)
+        return sorted(set(names))
+
+    # -- the end: lines and the fix's offsets ----------------------------------------------------
+    def finish(self) -> Optional[ResumeFacts]:
+        facts_ = self.facts
+        if not (facts_.checkpoints or facts_.loads or facts_.captures or facts_.loader_generators or facts_.loop_seeds):
+            return None
+        if facts_.checkpoints or facts_.loads:
+            self._locate()
+        self.collector.summary.resume = facts_
+        return facts_
+
+    def _locate(self) -> None:
+        context = self.context
+        facts_ = self.facts
+        facts_.module_names = sorted(self.resolver.module_final)
+        facts_.indent_unit = context.module.default_indent
+        for site, node, display, item_name, key_taken in self._saves:
+            line, column, end_line, end_column = context.node_range(node)
+            site.line, site.column, site.end_line, site.end_column = line, column + 1, end_line, end_column + 1
+            site.start_offset, site.end_offset = context.node_offsets(node)
+            if not key_taken:
+                site.entry = self._entry_edit(node, display, item_name, site.quote)
+        for load, node in self._loads:
+            line, column, end_line, end_column = context.node_range(node)
+            load.line = line
+            text = context.lines.line_text(line)
+            after = context.lines.line_text(end_line)[end_column:].strip()
+            if not text[:column].strip() and (not after or after.startswith("#")) and end_line < len(context.lines.starts):
+                load.indent = text[:column]
+                load.restore_offset = context.lines.offset(end_line + 1, 0)
+        if facts_.checkpoints:
+            offset = context.after_imports_offset()
+            following = context.text[offset:]
+            facts_.helper_offset = offset
+            facts_.helper_blank_after = following[: len(following) - len(following.lstrip("\r\n"))].count("\n")
+            facts_.helper_at_eof = offset == len(context.text) and bool(context.text) and not context.text.endswith(("\n", "\r"))
+            facts_.helper_at_end = not following.strip()
+            for module, alias in (("random", None), ("numpy", "np")):
+                edit = context.import_edit(module, None, alias)
+                if edit is not None:
+                    facts_.import_edits[module] = (edit.start, edit.content)
+
+    def _exploded(self, display: cst.Dict, entry: str, indent: str) -> str:
+        """The dict display one entry per line (with a trailing comma), `entry` last."""
+        context = self.context
+        inner = indent + context.module.default_indent
+        newline = context.newline
+        codes = [_code(context, e.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for e in display.elements]
+        lines = [inner + code + "," + newline for code in codes]
+        return "{" + newline + "".join(lines) + inner + entry + "," + newline + indent + "}"
+
+    def _entry_edit(self, call: cst.Call, display: cst.Dict, item_name: Optional[str], quote: str) -> Optional[EntryEdit]:
+        """Where `"rng_state": <call>` goes: an item assignment before the save, or one more
+        entry of the dict display, in the display's own layout."""
+        context = self.context
+        lines = context.lines
+        newline = context.newline
+        key = f"{quote}{KEY}{quote}"
+        if item_name is not None:
+            line, column, _, _ = context.node_range(call)
+            prefix = lines.line_text(line)[:column]
+            if prefix.strip():
+                return None  # the save shares its line with other code
+            start = lines.offset(line, 0)
+            return EntryEdit([(start, start, f"{prefix}{item_name}[{key}] = {VALUE}{newline}")])
+        elements = display.elements
+        if not elements:
+            return None
+        last = elements[-1]
+        entry = f"{key}: {VALUE}"
+        line, column, end_line, _ = context.node_range(display)
+        last_line, last_column, last_end_line, last_end_column = context.node_range(last)
+        value_end = lines.offset(last_end_line, last_end_column)
+        trailing = type(last.comma) is cst.Comma
+        if end_line == line:
+            # One line: one more entry before the closing brace, or one entry per line when
+            # that passes the line length (as a formatter would lay it out).
+            text = lines.line_text(line)
+            # Columns left for the call once `, "rng_state": ` is in (VALUE stands for the call).
+            room = context.settings.line_length - len(text) - len(", ") - len(entry) + len(VALUE)
+            edit = EntryEdit([(value_end, value_end, ", " + entry)], room=room)
+            start, end = context.node_offsets(display)
+            prefix = text[:column]
+            after = text[end - lines.offset(line, 0) :].strip()
+            indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+            if _NAME_BINDING_RE.match(prefix) and not after:
+                # `checkpoint = {...}` alone on its line: one entry per line, as black and ruff
+                # format lay out a dict that no longer fits (the trailing commas keep it so).
+                edit.wide = [(start, end, self._exploded(display, entry, indent))]
+            elif any(arg.value is display for arg in call.args) and not any(arg.star for arg in call.args):
+                # `torch.save({...}, path)` alone on its lines: one argument per line, and the
+                # dict one entry per line.
+                call_line, call_column, call_end_line, call_end_column = context.node_range(call)
+                call_prefix = lines.line_text(call_line)[:call_column]
+                call_after = lines.line_text(call_end_line)[call_end_column:].strip()
+                call_start, call_end = context.node_offsets(call)
+                alone = not call_prefix.strip() and (not call_after or call_after.startswith("#"))
+                # The call is rewritten: not when that would drop a comment inside it.
+                if alone and "#" not in context.text[call_start:call_end]:
+                    inner = call_prefix + context.module.default_indent
+                    arguments = [
+                        self._exploded(display, entry, inner)
+                        if arg.value is display
+                        else _code(context, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                        for arg in call.args
+                    ]
+                    opening = _code(context, call.func) + "("
+                    body = "".join(inner + argument + "," + newline for argument in arguments)
+                    edit.wide = [(call_start, call_end, opening + newline + body + call_prefix + ")")]
+            return edit
+        last_text = lines.line_text(last_line)
+        indent = last_text[:last_column]
+        if indent.strip():
+            # Several entries share the last entry's line: one more after it on that line.
+            return EntryEdit([(value_end, value_end, ", " + entry)])
+        closing_line = end_line
+        if closing_line > last_end_line:
+            # The closing brace on a line of its own: a line after the last entry's.
+            after_last = lines.offset(last_end_line + 1, 0)
+            if trailing:
+                return EntryEdit([(after_last, after_last, indent + entry + "," + newline)])
+            return EntryEdit([(value_end, value_end, ","), (after_last, after_last, indent + entry + newline)])
+        # The brace closes on the last entry's line (`"b": 2}`): a new line before it.
+        return EntryEdit([(value_end, value_end, "," + newline + indent + entry)])
+
+
+def _code(context: "FileContext", node: cst.CSTNode) -> str:
+    return context.module.code_for_node(node).strip()
+
+
+def _optimizer_item(value: cst.BaseExpression) -> bool:
+    """`checkpoint["optimizer"]`, `state.get("optim_state")`: an item whose key names an optimizer."""
+    key = None
+    if type(value) is cst.Subscript and len(value.slice) == 1 and type(value.slice[0].slice) is cst.Index:
+        key = literal(value.slice[0].slice.value)
+    elif type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get" and value.args:
+        key = literal(value.args[0].value)
+    return isinstance(key, str) and "optim" in key.lower()
