@@ -255,3 +255,21 @@ def test_functional_dropout_left_on_is_missing_in_eval_dropout(tmp_path: Path) -
     (tmp_path / "model.py").write_text((tmp_path / "model.py").read_text().replace("0.5)", "0.5, training=self.training)"))
     code, report = _report(cwd=tmp_path)
     assert report["entry_points"][0]["checks"]["eval-dropout"]["status"] == "ok"
+
+
+def test_resume_rng_state_follows_tdl008(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    source = (Path(__file__).parents[1] / "fixtures" / "TDL008" / "main_block.py").read_text(encoding="utf-8")
+    (tmp_path / "train.py").write_text(source, encoding="utf-8")
+    code, report = _report(cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "missing" and result["evidence"][0]["message"].startswith("TDL008"), result
+    # With the states saved, the check is ok and cites where the run resumes.
+    run_cli("--fix", "--unsafe-fixes", "--select", "TDL008", "--no-cache", ".", cwd=tmp_path)
+    code, report = _report(cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 25), result
+    # A run that never loads an optimizer's state does not resume.
+    (tmp_path / "train.py").write_text(source.replace('        optimizer.load_state_dict(checkpoint["optimizer"])\n', ""), encoding="utf-8")
+    code, report = _report(cwd=tmp_path)
+    assert report["entry_points"][0]["checks"]["resume-rng-state"]["status"] == "not-needed"

@@ -24,6 +24,7 @@ CHECKS = (
     "dataloaders",
     "raising-ops",
     "third-party-kernels",
+    "resume-rng-state",
     "eval-dropout",
 )
 SEED_CHECKS = {"torch-seed": ("TDL001", "torch"), "random-seed": ("TDL002", "random"), "numpy-seed": ("TDL003", "numpy")}
@@ -34,6 +35,7 @@ FINDING_CHECKS = {
     "dataloaders": frozenset({"TDL101", "TDL102", "TDL103", "TDL104", "TDL105"}),
     "raising-ops": frozenset({"TDL202"}),
     "third-party-kernels": frozenset({"TDL203"}),
+    "resume-rng-state": frozenset({"TDL008"}),
     "eval-dropout": frozenset({"TDL009"}),
 }
 # What the report needs computed, whatever the selection: added to it.
@@ -124,6 +126,17 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
     return cards
 
 
+def _optimizer_loads(project: Project, nodes) -> List[Tuple[str, int, str]]:
+    """The optimizer state loads (a resume) in reached code: (path, line, receiver)."""
+    found = []
+    for display, summary in sorted(project.summaries.items()):
+        facts = summary.resume
+        for load in facts.loads if facts is not None else ():
+            if (display, load.key) in nodes:
+                found.append((display, load.line, load.receiver))
+    return found
+
+
 def _evidence(project: Project, located: Located, message: str) -> Evidence:
     where = project.where(located)
     if ":cell " in where:
@@ -187,6 +200,11 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         if reach.ops:
             return CheckResult(OK, [_evidence(project, site, f"reached, and not TDL202: {site.site.text}") for site in reach.ops[:MAX_EVIDENCE]])
         return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no operation of the catalog")])
+    if check == "resume-rng-state":
+        loads = _optimizer_loads(project, nodes)
+        if not loads:
+            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "never resumes: reaches no optimizer `load_state_dict`")])
+        return CheckResult(OK, [Evidence(path, line, f"resumes here, and no checkpoint it saves has TDL008: `{text}.load_state_dict(...)`") for path, line, text in loads[:MAX_EVIDENCE]])
     if check == "eval-dropout":
         return CheckResult(OK, [Evidence(entry.path, entry.line, "no reached module calls functional dropout without `training=`")])
     return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no nondeterministic third-party kernel")])
