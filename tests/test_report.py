@@ -20,6 +20,7 @@ from markdown_it import MarkdownIt
 
 from conftest import run_cli
 from test_partial_runs import SEED_CODES, TRAIN, UNSEEDED, _copy_project, _projects, helper_seeded_project
+from torchdet_lint.report.render import _HEADINGS
 from torchdet_lint.report.scorecard import CHECKS, FINDING_CHECKS, REPORT_CODES, SEED_CHECKS
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "report-schema.json").read_text(encoding="utf-8"))
@@ -234,6 +235,10 @@ def test_a_spawned_worker_has_a_row_of_its_own(tmp_path: Path) -> None:
     assert worker["checks"]["deterministic-mode"]["status"] == "not-needed"
     code, out, _ = run_cli("report", "--color", "never", cwd=tmp_path)
     assert "main.py:15 -> main_worker" in out and "spawned by `mp.spawn(...)` in the program that starts at main.py:23" in out
+    # Every check has a column, and the table wraps into blocks that fit 100 columns.
+    table = out.split("\n\n(")[0].split("\n\nmain.py:15 -> main_worker (")[0]
+    assert all(len(line) <= 100 for line in table.splitlines()), table
+    assert table.count("entry point") >= 2 and all(_HEADINGS[check][0] in table for check in CHECKS), table
 
 
 def test_functional_dropout_left_on_is_missing_in_eval_dropout(tmp_path: Path) -> None:
