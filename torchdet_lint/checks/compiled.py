@@ -12,6 +12,7 @@ import libcst as cst
 
 from torchdet_lint.checks.ops import enables_deterministic_mode
 from torchdet_lint.diagnostics import SILENCED_BY_REACHED_COVERS, Applicability, FixBuilder
+from torchdet_lint.model.collector import is_main_guard
 from torchdet_lint.model.inductor import (
     AUTOTUNE,
     CONFIG_MODULE,
@@ -56,7 +57,7 @@ def _dict_items(node: Optional[cst.BaseExpression]) -> Optional[List[Tuple[str, 
 
 
 class _Finding:
-    __slots__ = ("node", "what", "names", "may", "torch_bound", "environ", "before_torch")
+    __slots__ = ("node", "what", "names", "may", "torch_bound", "environ", "before_torch", "scope")
 
     def __init__(self, node: cst.CSTNode, what: str, names: Sequence[str], may: bool, torch_bound: bool) -> None:
         self.node = node
@@ -65,7 +66,8 @@ class _Finding:
         self.may = may
         self.torch_bound = torch_bound  # the name `torch` means torch here
         self.environ: Optional[str] = None  # for a variable set in code: how `os.environ` is spelt there
-        self.before_torch = False  # that variable is set before torch is imported
+        self.before_torch = False  # that variable is set before torch is imported, on import
+        self.scope: Optional[cst.CSTNode] = None  # the function or main block that holds it (None: the module)
 
 
 class CompileAutotuning(Rule):
@@ -190,7 +192,12 @@ class CompileAutotuning(Rule):
         self.facts: InductorFacts = inductor_facts()
         self.version = context.torch_version
         self.findings: List[_Finding] = []
-        self.deterministic_here = False  # Inductor's deterministic mode is set in this module
+        # Inductor's deterministic mode is set by this module's own code at import (module level,
+        # outside the main block): on in every process that runs the module's functions. A setting
+        # in a function or the main block counts for what follows it there, and for the entry
+        # points that run it (project phase).
+        self.deterministic_here = False
+        self.frames: List[List] = []  # [function or main block, deterministic mode set in it so far]
         # TORCHINDUCTOR_DETERMINISTIC=1 set so far: read with the variables set after it.
         self.deterministic_variable = False
 
@@ -219,10 +226,36 @@ class CompileAutotuning(Rule):
             return None
         return names, not any(_truthy(literal(v)) is True for k, v in items if k in names)
 
-    def _record(self, node: cst.CSTNode, what: str, names: Sequence[str], may: bool) -> _Finding:
+    def _record(self, node: cst.CSTNode, what: str, names: Sequence[str], may: bool) -> Optional[_Finding]:
+        frames = self.frames
+        if frames and type(frames[-1][0]) is cst.FunctionDef and any(d.decorator is node for d in frames[-1][0].decorators):
+            frames = frames[:-1]  # a decorator runs where its function is defined
+        if any(frame[1] for frame in frames):
+            return None  # set before, in the function (or main block) that holds it
         finding = _Finding(node, what, names, may, self.context.resolver.lookup("torch") == "torch")
+        finding.scope = frames[-1][0] if frames else None
         self.findings.append(finding)
         return finding
+
+    def _deterministic_mode_set(self) -> None:
+        if self.frames:
+            self.frames[-1][1] = True
+        else:
+            self.deterministic_here = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.frames.append([node, False])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.frames.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if not self.frames and is_main_guard(node):
+            self.frames.append([node, False])
+
+    def leave_If(self, original_node: cst.If) -> None:
+        if self.frames and self.frames[-1][0] is original_node:
+            self.frames.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.call_name(node)
@@ -234,7 +267,7 @@ class CompileAutotuning(Rule):
             self._environ_call(node, name)
         elif name is not None and name != DEBUG_MODE and self.facts.flag_sets_deterministic(self.version):
             if enables_deterministic_mode(self.context, node):
-                self.deterministic_here = True
+                self._deterministic_mode_set()
         elif name is None and type(node.func) is cst.Attribute and node.func.attr.value == "compile" and self.context.imports_torch:
             # `model.compile(mode=...)`: nn.Module.compile passes its arguments to torch.compile.
             self._compile(node, ".compile")
@@ -294,7 +327,7 @@ class CompileAutotuning(Rule):
                 option = qualified[len(CONFIG_MODULE) + 1 :]
                 state = _truthy(literal(node.value))
                 if self._is_deterministic(option) and state is True:
-                    self.deterministic_here = True
+                    self._deterministic_mode_set()
                 elif state is not False and self._autotune(option) is not None:
                     self._record(node, f"`{qualified} = {'True' if state is True else '...'}`", [option], state is _MAY)
             elif type(expression) is cst.Subscript and self.context.qualified_name(expression.value) == ENVIRON:
@@ -327,14 +360,16 @@ class CompileAutotuning(Rule):
             # Read when torch._inductor.config is first imported (RULES.md: set before torch is
             # imported), together with every variable set before that.
             self.deterministic_variable = True
-            self.deterministic_here = self.deterministic_here or before_torch
+            if before_torch:
+                self._deterministic_mode_set()
         elif self._autotune(setting.name) is not None and not self.deterministic_variable:
             if self.findings and self.findings[-1].node is node:
                 self.findings[-1].names += (setting.name,)
                 return
             finding = self._record(node, f"`{setting.env}=1`", [setting.name], False)
-            finding.environ = self.context.module.code_for_node(receiver)
-            finding.before_torch = before_torch
+            if finding is not None:
+                finding.environ = self.context.module.code_for_node(receiver)
+                finding.before_torch = before_torch and not self.frames
 
     # -- reports --------------------------------------------------------------------------
     def leave_Module(self, original_node: cst.Module) -> None:
@@ -342,37 +377,39 @@ class CompileAutotuning(Rule):
             return
         has_mode = self.version >= self.facts.deterministic.since
         extra = {SILENCED_BY_REACHED_COVERS: list(self.facts.silencing_covers(self.version))}
-        environ_fix, config_fix, environ_first = self._shared_fixes() if has_mode else (None, None, False)
+        fixes = self._shared_fixes() if has_mode else {}
         for finding in self.findings:
             fix = None
             if not finding.may:
-                # One line silences the module: every finding offers the same edit (applied once).
-                fix = environ_fix if finding.environ is not None or environ_first else config_fix
+                fix = fixes.get("environ" if finding.environ is not None else id(finding.scope)) or fixes.get("all")
             self.report(finding.node, self._message(finding, has_mode), fix, extra)
 
-    def _shared_fixes(self) -> Tuple[Optional[FixBuilder], Optional[FixBuilder], bool]:
-        """The module's fixes: `TORCHINDUCTOR_DETERMINISTIC` set right before the first variable
-        reported (read with it), and `torch._inductor.config.deterministic = True` before the
-        first other finding where `torch` is bound; and whether the variable, set before torch
-        is imported, fixes every finding."""
+    def _shared_fixes(self) -> Dict[object, FixBuilder]:
+        """One line silences a scope, so its findings offer the same edit (applied once):
+        `TORCHINDUCTOR_DETERMINISTIC` set right before the first variable reported (read with
+        it; set on import before torch, it silences the module: "all"), and
+        `torch._inductor.config.deterministic = True` before the first other finding where
+        `torch` is bound, per function or main block (at module level: "all")."""
         parents = _parent_map(self.context.module)
-        environ_fix = config_fix = None
-        environ_first = False
+        fixes: Dict[object, FixBuilder] = {}
         variables = [f for f in self.findings if f.environ is not None and not f.may]
-        if variables:
-            anchor = _anchor(variables[0].node, parents)
+        anchor = _anchor(variables[0].node, parents) if variables else None
+        if anchor is not None:
+            variable = self.facts.deterministic.env
+            fix = FixBuilder(f"Set `{variable}=1` first", Applicability.SAFE)
+            fixes["environ"] = fix.insert_before(anchor, f'{variables[0].environ}["{variable}"] = "1"\n')
+            if variables[0].before_torch:
+                fixes["all"] = fix
+        fixable = [f for f in self.findings if f.environ is None and not f.may and f.torch_bound]
+        # A finding at module level: its line, on import, silences the whole module.
+        for finding in sorted(fixable, key=lambda f: f.scope is not None):
+            key = "all" if finding.scope is None else id(finding.scope)
+            if key in fixes or "all" in fixes:
+                continue
+            anchor = _anchor(finding.node, parents)
             if anchor is not None:
-                variable = self.facts.deterministic.env
-                environ_fix = FixBuilder(f"Set `{variable}=1` first", Applicability.SAFE)
-                environ_fix.insert_before(anchor, f'{variables[0].environ}["{variable}"] = "1"\n')
-                environ_first = variables[0].before_torch
-        others = [f for f in self.findings if f.environ is None and not f.may and f.torch_bound]
-        if others:
-            anchor = _anchor(others[0].node, parents)
-            if anchor is not None:
-                config_fix = FixBuilder("Turn on Inductor's deterministic mode first", Applicability.SAFE)
-                config_fix.insert_before(anchor, FIX_LINE + "\n")
-        return environ_fix, config_fix, environ_first and environ_fix is not None
+                fixes[key] = FixBuilder("Turn on Inductor's deterministic mode first", Applicability.SAFE).insert_before(anchor, FIX_LINE + "\n")
+        return fixes
 
     def _message(self, finding: _Finding, has_mode: bool) -> str:
         names = ", ".join(f"`{name}`" for name in finding.names)
