@@ -90,12 +90,20 @@ class CompileAutotuning(Rule):
     Inductor's deterministic mode (`torch._inductor.config.deterministic = True`,
     or `TORCHINDUCTOR_DETERMINISTIC=1` set in code before torch is imported)
     skips the timing that changes numerics. It exists from torch 2.10, and from
-    2.10 `torch.use_deterministic_algorithms(True)` turns it on as well. The rule
-    is silent when that mode is on: set in the same module (the flag counting
-    from 2.10 only; `warn_only=True` included, since the flag sets the option
-    whatever `warn_only` is), given in the same `options=` or `patch(...)`, or,
-    from 2.10, turned on by the flag in every entry point that reaches the
-    reported code (see Known problems). The default mode is silent.
+    2.10 `torch.use_deterministic_algorithms(True)` turns it on as well (also
+    through `Trainer(deterministic=True)` and the other helpers that call it,
+    `warn_only=True` included: the flag sets the option whatever `warn_only`
+    is). The rule is silent when that mode is on:
+    - set by the module's own code on import (module level, outside the
+      `if __name__ == "__main__":` block): on in every process that runs the
+      module's functions;
+    - set earlier in the function or main block that holds the report;
+    - given in the same `options=` or `patch(...)`;
+    - set (or, from 2.10, the flag turned on) in every entry point that
+      reaches the reported code: the project's other modules count (see
+      Known problems).
+
+    The default mode is silent.
 
     Versions come from the target torch (config `torch-version`, else the
     installed torch's metadata): an option or mode the target does not have yet
@@ -122,14 +130,16 @@ class CompileAutotuning(Rule):
     fix.
 
     ## Known problems
-    Project reach: a finding the flag could silence is dropped when every entry
-    point that reaches the reported code turns the flag on (directly or through
-    a seeding helper, `Trainer(deterministic=True)`, ...) or sets Inductor's
-    deterministic mode; for code no entry point reaches, one enabling entry
-    point in the project is enough (as for TDL201). A spawned worker must set it
-    itself. `torch.set_deterministic_debug_mode` never counts: it does not set
-    the Inductor option. The order within a module is not checked: a
-    deterministic mode set after the compiled code first runs is too late.
+    Project reach: a finding is dropped when every entry point that reaches the
+    reported code turns the flag on (from 2.10; directly or through a seeding
+    helper) or sets Inductor's deterministic mode; for code no entry point
+    reaches, one such entry point in the project is enough (as for TDL201).
+    A spawned worker is a new process: the parent's setting does not count
+    there. `torch.set_deterministic_debug_mode` never counts: it does not set
+    the Inductor option. Order is only partly checked: a module-level setting
+    silences the whole module and an entry point's setting everything it
+    reaches, although compilation (at the first call of the compiled code)
+    must come after it.
 
     Only literal values are read: `mode=` or `options=` that are not literals
     (or names bound to literals in the same function or module), such as
