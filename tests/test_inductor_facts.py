@@ -13,6 +13,7 @@ from typing import Dict, Optional
 import pytest
 
 from torchdet_lint.config import parse_version
+from torchdet_lint.data import load_toml, rules_directory
 from torchdet_lint.model.inductor import (
     AUTOTUNE,
     CONFIG_MODULE,
@@ -20,7 +21,6 @@ from torchdet_lint.model.inductor import (
     inductor_facts,
     parse_inductor_facts,
 )
-from torchdet_lint.data import load_toml, rules_directory
 
 
 def _installed():
