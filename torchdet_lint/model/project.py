@@ -487,6 +487,25 @@ class Project:
         (library code included); with no entry point, nothing enables it."""
         return any("deterministic" in self.entry_reach(entry).covers for entry in [*self.entry_points, *self.spawned_entry_points])
 
+    def covered_where_reached(self, display: str, line: int, kinds: Iterable[str]) -> bool:
+        """Whether code at `display:line` runs only where one of the cover `kinds` is on: every
+        entry point (spawned ones included) that reaches it covers one; for code no entry point
+        reaches, one covering entry point in the project is enough (as TDL201's flag)."""
+        kinds = tuple(kinds)
+        entries = [*self.entry_points, *self.spawned_entry_points]
+        if display not in self.summaries or not entries:
+            return False
+
+        def covers(entry: EntryPoint) -> bool:
+            reach = self.entry_reach(entry).covers
+            return any(kind in reach for kind in kinds)
+
+        node = self.node_at(display, line)
+        reaching = [entry for entry in entries if node in self.reached_nodes(entry)]
+        if reaching:
+            return all(covers(entry) for entry in reaching)
+        return any(covers(entry) for entry in entries)
+
     # -- seeding helpers the fixes can call -----------------------------------------------------------
     def seeding_helpers(self) -> List[Tuple[Node, Reach]]:
         """First-party module-level functions whose bodies (transitively) seed, best first."""
