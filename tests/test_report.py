@@ -278,3 +278,18 @@ def test_resume_rng_state_follows_tdl008(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(source.replace('        optimizer.load_state_dict(checkpoint["optimizer"])\n', ""), encoding="utf-8")
     code, report = _report(cwd=tmp_path)
     assert report["entry_points"][0]["checks"]["resume-rng-state"]["status"] == "not-needed"
+
+
+def test_autotuning_is_missing_in_compiled_code(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    source = (
+        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+        "    model = torch.compile(nn.Linear(2, 2), mode=\"max-autotune\")\n    print(model(torch.ones(2)))\n"
+    )
+    (tmp_path / "train.py").write_text(source, encoding="utf-8")
+    code, report = _report("--torch-version", "2.13", cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["compiled-code"]
+    assert result["status"] == "missing" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 6), result
+    (tmp_path / "train.py").write_text(source.replace(', mode="max-autotune"', ""), encoding="utf-8")
+    code, report = _report("--torch-version", "2.13", cwd=tmp_path)
+    assert report["entry_points"][0]["checks"]["compiled-code"]["status"] == "ok"

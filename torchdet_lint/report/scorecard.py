@@ -25,6 +25,7 @@ CHECKS = (
     "raising-ops",
     "third-party-kernels",
     "resume-rng-state",
+    "compiled-code",
     "eval-dropout",
 )
 SEED_CHECKS = {"torch-seed": ("TDL001", "torch"), "random-seed": ("TDL002", "random"), "numpy-seed": ("TDL003", "numpy")}
@@ -36,6 +37,7 @@ FINDING_CHECKS = {
     "raising-ops": frozenset({"TDL202"}),
     "third-party-kernels": frozenset({"TDL203"}),
     "resume-rng-state": frozenset({"TDL008"}),
+    "compiled-code": frozenset({"TDL306"}),
     "eval-dropout": frozenset({"TDL009"}),
 }
 # What the report needs computed, whatever the selection: added to it.
@@ -205,6 +207,8 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         if not loads:
             return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "never resumes: reaches no optimizer `load_state_dict`")])
         return CheckResult(OK, [Evidence(path, line, f"resumes here, and no checkpoint it saves has TDL008: `{text}.load_state_dict(...)`") for path, line, text in loads[:MAX_EVIDENCE]])
+    if check == "compiled-code":
+        return CheckResult(OK, [Evidence(entry.path, entry.line, "no Inductor autotuning without its deterministic mode in reached code")])
     if check == "eval-dropout":
         return CheckResult(OK, [Evidence(entry.path, entry.line, "no reached module calls functional dropout without `training=`")])
     return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no nondeterministic third-party kernel")])
