@@ -17,6 +17,9 @@ from torchdet_lint.model.checkpoints import (
     CheckpointSite,
     OptimizerLoad,
     ResumeFacts,
+    load_node,
+    optimizer_loads,
+    wrapped_checkpoints,
 )
 from torchdet_lint.model.project import EntryPoint, Located, Node, Project
 from torchdet_lint.model.summary import MAIN_KEY, MODULE_KEY, Site
@@ -174,7 +177,7 @@ class CheckpointWithoutRngState(ProjectRule):
 
     def check(self, project: Project) -> Iterable[Diagnostic]:
         resume = {display: summary.resume for display, summary in project.summaries.items() if summary.resume is not None}
-        if not any(facts.checkpoints for display, facts in resume.items() if project.is_reported(display)):
+        if not any(facts.checkpoints or facts.wrapped for display, facts in resume.items() if project.is_reported(display)):
             return
         analysis = _Analysis(project, resume)
         resumes = analysis.resume_loads()
@@ -184,7 +187,7 @@ class CheckpointWithoutRngState(ProjectRule):
         for display in sorted(resume):
             if not project.is_reported(display):
                 continue
-            for site in resume[display].checkpoints:
+            for site in analysis.checkpoints(display):
                 runs = [entry for entry in analysis.entries if (display, site.key) in analysis.nodes(entry)]
                 if not runs:
                     continue
@@ -193,7 +196,7 @@ class CheckpointWithoutRngState(ProjectRule):
                 missing = [state for state in needed if state not in present]
                 if not missing:
                     continue
-                own = [(path, load) for path, load in resumes if any((path, load.key) in analysis.nodes(entry) for entry in runs)]
+                own = [(path, load) for path, load in resumes if any(load_node(path, load) in analysis.nodes(entry) for entry in runs)]
                 findings.append((display, site, missing, own or resumes))
         # The helpers a module gets hold what all of its checkpoints need (one text: one insertion).
         module_states: Dict[str, Set[str]] = {}
@@ -205,8 +208,9 @@ class CheckpointWithoutRngState(ProjectRule):
             named = {state: state[len(GENERATOR) :] for state in missing if state.startswith(GENERATOR)}
             words = [f"the loader generator `{named[state]}`" if state in named else WORDS[state] for state in missing]
             reads = [f"`{named[state]}.get_state()`" if state in named else f"`{READS[state]}`" for state in missing]
+            saved = f"checkpoint saved through `{site.through.spelling}`" if site.through is not None else "checkpoint"
             message = (
-                f"checkpoint with the optimizer state but not the state of {_join(words)}: training resumed from it "
+                f"{saved} with the optimizer state but not the state of {_join(words)}: training resumed from it "
                 f"(`{load.receiver}.load_state_dict` at {where}) draws other random numbers than an uninterrupted run; "
                 f"save {_join(reads)} in it and restore {'them' if len(reads) > 1 else 'it'} after the load"
             )
@@ -242,6 +246,7 @@ class _Analysis:
         # parent's reach stops at the process boundary.
         self.entries: List[EntryPoint] = [*project.entry_points, *project.spawned_entry_points]
         self._nodes: Dict[int, Set[Node]] = {}
+        self.savers: Dict[int, List[Node]] = {}  # id of a checkpoint handed to a first-party function -> the savers
 
     def nodes(self, entry: EntryPoint) -> Set[Node]:
         found = self._nodes.get(id(entry))
@@ -249,10 +254,19 @@ class _Analysis:
             found = self._nodes[id(entry)] = self.project.reached_nodes(entry)
         return found
 
+    def checkpoints(self, display: str) -> List[CheckpointSite]:
+        """A file's checkpoints: its `torch.save`s, and the dicts it hands to a first-party function
+        that saves them (`save_checkpoint({...}, is_best)`, `utils.save_on_master(state, path)`)."""
+        sites = list(self.resume[display].checkpoints)
+        for site, savers in wrapped_checkpoints(self.project, self.resume, display):
+            self.savers[id(site)] = savers
+            sites.append(site)
+        return sites
+
     def resume_loads(self) -> Loads:
         """The optimizer loads some entry point reaches (the project resumes)."""
-        loads = [(display, load) for display, facts in sorted(self.resume.items()) for load in facts.loads]
-        return [(d, load) for d, load in loads if any((d, load.key) in self.nodes(entry) for entry in self.entries)]
+        loads = optimizer_loads(self.project, self.resume)
+        return [(d, load) for d, load in loads if any(load_node(d, load) in self.nodes(entry) for entry in self.entries)]
 
     def needed(self, runs: List[EntryPoint]) -> List[str]:
         """The states the runs need saved: what they draw from, less what their loops reseed."""
@@ -316,6 +330,8 @@ class _Analysis:
     def present(self, display: str, site: CheckpointSite) -> Set[str]:
         """The states the checkpoint's function saves: read there, or by a helper it calls."""
         present = set(self.resume[display].captures.get(site.key, ()))
+        for node in self.savers.get(id(site), ()):
+            present.update(state for state in self.captures(node) if not state.startswith(GENERATOR))
         for target, names in site.helper_calls:
             for node in self.project.resolve(display, target):
                 for state in self.captures(node):
