@@ -61,11 +61,21 @@ class CheckpointWithoutRngState(ProjectRule):
     class (or `timm.optim.create_optimizer_v2`, Transformers' `AdamW`,
     `ZeroRedundancyOptimizer`, bitsandbytes and apex optimizers), or a name or
     attribute ending in `optimizer`/`optim` (or loading an item whose key
-    contains `optim`: `opt.load_state_dict(state["optim"])`). A *checkpoint* is a `torch.save`
-    whose object is a dict display, or a name bound to one in the same function
-    (with the `d["k"] = ...` item assignments that follow), holding an
-    optimizer's `state_dict()` (a value under a key containing `optim` counts
-    too). The states it needs, for the entry points that reach the save:
+    contains `optim`: `opt.load_state_dict(state["optim"])`), or an optimizer
+    handed to a first-party helper that calls `load_state_dict` on that
+    parameter or on the values of its `**kwargs`/`*args` in a loop
+    (`restart_from_checkpoint(path, model=model, optimizer=optimizer)` with
+    `for key, value in kwargs.items(): value.load_state_dict(checkpoint[key])`).
+    A *checkpoint* is a `torch.save` whose object is a dict display or a
+    `dict(...)` call, or a name bound to one in the same function (with the
+    `d["k"] = ...` item assignments that follow), holding an optimizer's
+    `state_dict()` (a value under a key containing `optim` counts too); or
+    such a dict handed to a first-party function that `torch.save`s the
+    parameter it binds (named, or through `*args`:
+    `def save_on_master(*args, **kwargs): torch.save(*args, **kwargs)`, in
+    any module), reported at that call since the dict is built there
+    ("saved through `save_checkpoint`"). The states it needs, for the entry
+    points that reach the save:
 
     - torch's CPU generator (`torch.get_rng_state()`, `torch.random.get_rng_state()`)
       when the run draws from torch (a module built, dropout, `torch.rand*`, a
@@ -101,10 +111,15 @@ class CheckpointWithoutRngState(ProjectRule):
     The fix adds the missing states under one key, `"rng_state":
     rng_state_dict(...)`, as one more entry of the dict display in the
     display's own layout (one line at the entries' indentation when they are
-    one per line, with their trailing-comma style; a one-line dict that would
-    pass the line length is laid out one entry per line, as a formatter
-    would), or, when the dict is built by item assignments, as
+    one per line, with their trailing-comma style; after the last entry when
+    several share its line, or on a line of its own below them when that
+    would pass the line length; a one-line dict that would pass the line
+    length is laid out one entry per line, as a formatter would), as a
+    `rng_state=rng_state_dict(...)` keyword of a `dict(...)` call in the same
+    layouts, or, when the dict is built by item assignments, as
     `checkpoint["rng_state"] = rng_state_dict(...)` right before the save.
+    A dict handed to a save function gets the entry where it is built, at
+    the call.
     Where the load is visible in the same file (a name bound from
     `torch.load(...)` in the same function, whose item feeds the optimizer's
     `load_state_dict`), it restores them right after that statement (after
@@ -124,16 +139,27 @@ class CheckpointWithoutRngState(ProjectRule):
     has an `"rng_state"` key, when a needed generator's name is not bound at
     the save and at the restore, in notebooks, or when a helper of that name
     exists but does not save those states. A load in another file than the
-    save is not edited: the fix title says to call `load_rng_state_dict`
-    there.
+    save is not edited, nor a load in a helper handed the optimizer (it loads
+    whatever it is given, often in a loop): the fix title says to call
+    `load_rng_state_dict` there.
 
     ## Known problems
     A reseeding helper is recognised by its name (containing `seed`); one
     named otherwise is not seen, and the rule reports its loop's states. A run
     whose only torch draw is the model's initialisation still needs the CPU
     state by this reading, although the loaded weights replace those draws.
-    Checkpoints built by `dict(...)` calls or in another function than the
-    `torch.save` are not followed.
+    Save functions are followed one level (`save_checkpoint(state, ...)` whose
+    body saves `state`), and a second level only when the first passes the
+    parameter on to a function whose name contains `save` (recording every
+    parameter passed on would cost more than it finds); a save function in a
+    file that mentions neither `torch.save` nor any other word of the resume
+    facts (`torch.save` imported under another name) is not seen. A
+    checkpoint built in another function than the one that hands it to the
+    save, a dataclass turned into a dict (`torch.save(asdict(snapshot))`),
+    and an optimizer's state dict saved alone (no dict to add the states to)
+    are not followed. Loads through a helper are followed one level, by the
+    optimizer handed to it; the resume site named is the helper's
+    `load_state_dict` line.
 
     ## Options
     `entry-points`, `seed-functions` (a configured seeding function called in
