@@ -63,3 +63,23 @@ def test_only_the_kinds_asked_for() -> None:
             assert ("cuda" in source) == ("cuda" in kinds)
             assert ("*generators" in source) == ("generators" in kinds)
             assert ("torch.get_rng_state" in source) == ("torch" in kinds)
+
+
+def test_how_a_call_binds_the_parameters_a_save_or_load_function_records() -> None:
+    """`Parameter.takes`: the argument a call passes at a position or by keyword binds a named
+    parameter, the first `*args` element (what `torch.save(*args)` saves), any later one (a loop
+    over `args`), or any keyword `**kwargs` gathers; `forwarded` shifts `*args` along."""
+    from torchdet_lint.model.checkpoints import Parameter
+
+    state = Parameter(0, "state")
+    assert state.takes(0, None) and state.takes(None, "state")
+    assert not state.takes(1, None) and not state.takes(None, "is_best")
+    only = Parameter(0, None)  # positional-only
+    assert only.takes(0, None) and not only.takes(None, "state")
+    first = Parameter(1, None)  # `torch.save(*args)` in `def save(path, *args)`
+    assert first.takes(1, None) and not first.takes(2, None) and not first.takes(None, "obj")
+    spread = Parameter(1, None, rest=True)  # `for value in args`
+    assert spread.takes(1, None) and spread.takes(3, None) and not spread.takes(0, None)
+    assert spread.forwarded(3, 0) == 2 and state.forwarded(0, 1) == 1
+    kwargs = Parameter(None, None, rest=True, named=("path", "run_variables"))
+    assert kwargs.takes(None, "optimizer") and not kwargs.takes(None, "run_variables") and not kwargs.takes(0, None)

@@ -11,6 +11,7 @@ lies in code the entry point reaches, and then list every such finding.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
@@ -293,3 +294,17 @@ def test_autotuning_is_missing_in_compiled_code(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(source.replace(', mode="max-autotune"', ""), encoding="utf-8")
     code, report = _report("--torch-version", "2.13", cwd=tmp_path)
     assert report["entry_points"][0]["checks"]["compiled-code"]["status"] == "ok"
+
+
+def test_resume_rng_state_sees_an_optimizer_loaded_by_a_helper(tmp_path: Path) -> None:
+    """swav/dino: `restart_from_checkpoint(path, optimizer=optimizer)` loads each keyword's state."""
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "TDL008" / "helper_load", tmp_path / "project")
+    project = tmp_path / "project"
+    (project / "pyproject.toml").write_text("", encoding="utf-8")
+    code, report = _report(cwd=project)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "missing" and result["evidence"][0]["message"].startswith("TDL008"), result
+    run_cli("--fix", "--unsafe-fixes", "--select", "TDL008", "--no-cache", ".", cwd=project)
+    code, report = _report(cwd=project)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("src/utils.py", 13), result

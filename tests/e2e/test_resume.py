@@ -8,7 +8,9 @@ The program (tests/e2e/programs/resume/train.py) seeds torch, `random` and
 NumPy at the start, trains a model with dropout on data augmented with `random`
 and NumPy noise, shuffles with a DataLoader that has its own named generator,
 saves `{"model", "optimizer", "epoch"}` at each epoch's end, and prints the
-sha256 of the final weights.
+sha256 of the final weights. Its twin (programs/resume_wrapper/) builds the
+checkpoint with `dict(...)` and saves it through `utils.save_on_master` of
+another module.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import sys
 from pathlib import Path
 from typing import Tuple
 
+import pytest
+
 from conftest import run_cli
 
-PROGRAM = Path(__file__).resolve().parent / "programs" / "resume"
+PROGRAMS = Path(__file__).resolve().parent / "programs"
 RUN_TIMEOUT = 120
 
 
@@ -42,9 +46,10 @@ def _both_ways(directory: Path) -> Tuple[str, str]:
     return straight, resumed
 
 
-def test_fixed_checkpoint_resumes_bit_identically(tmp_path: Path) -> None:
-    program = tmp_path / "resume"
-    shutil.copytree(PROGRAM, program)
+@pytest.mark.parametrize("name", ["resume", "resume_wrapper"])
+def test_fixed_checkpoint_resumes_bit_identically(tmp_path: Path, name: str) -> None:
+    program = tmp_path / name
+    shutil.copytree(PROGRAMS / name, program)
 
     straight, resumed = _both_ways(program)
     assert straight != resumed, f"resuming should change the result as written, but both ways gave {straight}"
@@ -68,11 +73,11 @@ def test_fixed_checkpoint_resumes_bit_identically(tmp_path: Path) -> None:
     for checkpoint in program.glob("*.pt"):
         checkpoint.unlink()
     fixed_straight, fixed_resumed = _both_ways(program)
-    assert fixed_straight == fixed_resumed, f"after --fix, resuming still changes the result:\n{_changes(program)}"
+    assert fixed_straight == fixed_resumed, f"after --fix, resuming still changes the result:\n{_changes(PROGRAMS / name, program)}"
     # The fix changes nothing for a run that is never interrupted.
     assert fixed_straight == straight
 
 
-def _changes(program: Path) -> str:
-    completed = subprocess.run(["diff", "-u", str(PROGRAM / "train.py"), str(program / "train.py")], capture_output=True, text=True)
+def _changes(original: Path, program: Path) -> str:
+    completed = subprocess.run(["diff", "-u", str(original / "train.py"), str(program / "train.py")], capture_output=True, text=True)
     return completed.stdout

@@ -2,14 +2,20 @@
 saves (`torch.save` of a visible dict holding an optimizer's `state_dict()`), the
 optimizer loads that resume training, the RNG states each function reads, the
 named generators handed to loaders, and the reseeding its loops do.
+
+First-party helpers are connected by the project phase (`wrapped_checkpoints`,
+`parameter_loads`): a file records which parameters its functions `torch.save`
+or call `load_state_dict` on, and the calls that hand such a function a
+checkpoint dict or an optimizer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import re
+import sys
 
 import libcst as cst
 
@@ -21,8 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.context import FileContext
 
 # A file none of these words appear in holds no checkpoint, no optimizer load, no
-# state capture, no named loader generator and no reseeding loop: it is not walked.
-WORDS = ("state_dict", "seed", "get_state", "getstate", "get_rng_state", "generator", "_collect_rng_states")
+# state capture, no named loader generator, no reseeding loop and no save function
+# (`def save_on_master(*args, **kwargs): torch.save(*args, **kwargs)` in a `utils.py`
+# that mentions nothing else: 11 more files of torch's 2285): it is not walked.
+WORDS = ("state_dict", "seed", "get_state", "getstate", "get_rng_state", "generator", "_collect_rng_states", "torch.save")
 # The states a checkpoint may carry, in the order messages and the fix's helper list them.
 STATE_KINDS = ("torch", "cuda", "random", "numpy")
 GENERATOR = "generator:"  # prefix of a named generator's state: "generator:g"
@@ -59,6 +67,63 @@ SAMPLERS = RANDOM_SAMPLERS | {"torch.utils.data.DataLoader"}
 _NAME_BINDING_RE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*[ \t]*=[ \t]*$")  # `checkpoint = ` before a dict
 
 
+class Parameter(NamedTuple):
+    """A function's parameter as a caller passes it: at `position` (None: keyword-only;
+    methods count from the argument after `self`), by `keyword` (None: positional only).
+    `rest`: `*args` (any position from `position` on) or `**kwargs` (any keyword but `named`)."""
+
+    position: Optional[int]
+    keyword: Optional[str]
+    rest: bool = False
+    named: Tuple[str, ...] = ()
+
+    def takes(self, position: Optional[int], keyword: Optional[str]) -> bool:
+        """Whether the argument a call passes at `position` or by `keyword` binds this parameter."""
+        if keyword is not None:
+            if self.keyword is not None:
+                return keyword == self.keyword
+            return self.rest and self.position is None and keyword not in self.named
+        if position is None or self.position is None:
+            return False
+        return position == self.position or (self.rest and position > self.position)
+
+    def forwarded(self, position: Optional[int], out: Optional[int]) -> Optional[int]:
+        """Where an argument taken at `position` lands in a call passing this parameter at `out`
+        (`f(*args)` shifts it along)."""
+        if self.rest and self.keyword is None and self.position is not None and out is not None and position is not None:
+            return out + position - self.position
+        return out
+
+
+class Forward(NamedTuple):
+    """A function passes its parameter on: `save_on_master(state, path)` in `save_checkpoint(state, ...)`."""
+
+    parameter: Parameter
+    target: str
+    position: Optional[int]
+    keyword: Optional[str]
+
+
+class Through(NamedTuple):
+    """A checkpoint handed to a first-party function (`save_checkpoint({...}, is_best)`): the
+    call's target, where it passes the dict, and how the call is spelled."""
+
+    target: str
+    position: Optional[int]
+    keyword: Optional[str]
+    spelling: str
+
+
+class OptimizerArgument(NamedTuple):
+    """An optimizer handed to a first-party function (`restart_from_checkpoint(..., optimizer=optimizer)`)."""
+
+    key: str  # the calling function
+    target: str
+    position: Optional[int]
+    keyword: Optional[str]
+    receiver: str  # as written
+
+
 @dataclass
 class EntryEdit:
     """How to add `"rng_state": <call>` to a checkpoint: edits whose text holds `VALUE`
@@ -84,6 +149,7 @@ class CheckpointSite:
     bound: List[str] = field(default_factory=list)  # names bound in the function at the save
     entry: Optional[EntryEdit] = None  # None: no fix (not a visible dict, odd layout, key taken)
     quote: str = '"'
+    through: Optional[Through] = None  # saved by a first-party function this call hands the dict to
 
 
 @dataclass
@@ -95,6 +161,10 @@ class OptimizerLoad:
     restore_offset: Optional[int] = None  # start of the line after the load statement
     indent: str = ""
     bound: List[str] = field(default_factory=list)
+    # A load of whatever the callers pass as this parameter (`value.load_state_dict(...)` for
+    # `for key, value in kwargs.items()`): a resume when a caller passes an optimizer there.
+    parameter: Optional[Parameter] = None
+    via: Optional[Tuple[str, str]] = None  # (file, function) of that caller: the load runs when it is reached
 
 
 @dataclass
@@ -104,6 +174,14 @@ class ResumeFacts:
     captures: Dict[str, List[str]] = field(default_factory=dict)  # function key -> states its code reads
     loader_generators: Dict[str, List[str]] = field(default_factory=dict)  # function key -> named generators
     loop_seeds: Dict[str, List[str]] = field(default_factory=dict)  # function key -> what its loops reseed
+    # First-party helpers, connected by the project phase: calls that hand a checkpoint dict to a
+    # function (a checkpoint when that function saves the parameter), the parameters each function
+    # `torch.save`s or passes on, loads of a parameter, and the optimizers handed to functions.
+    wrapped: List[CheckpointSite] = field(default_factory=list)
+    parameter_saves: Dict[str, List[Parameter]] = field(default_factory=dict)
+    forwards: Dict[str, List[Forward]] = field(default_factory=dict)
+    parameter_loads: List[OptimizerLoad] = field(default_factory=list)
+    optimizer_arguments: List[OptimizerArgument] = field(default_factory=list)
     module_names: List[str] = field(default_factory=list)
     # The fix's anchors: after the imports, the blank lines that follow there, imports to add.
     helper_offset: int = 0
@@ -114,7 +192,7 @@ class ResumeFacts:
     indent_unit: str = "    "
 
 
-def _add(table: Dict[str, List[str]], key: str, item: str) -> None:
+def _add(table: Dict[str, List[Any]], key: str, item: Any) -> None:
     items = table.setdefault(key, [])
     if item not in items:
         items.append(item)
@@ -131,11 +209,66 @@ def optimizer_class(qualified: Optional[str]) -> bool:
 
 
 class _Frame:
-    __slots__ = ("loops", "items")
+    __slots__ = ("loops", "items", "key", "node", "method", "_parameters", "spread")
 
-    def __init__(self) -> None:
+    def __init__(self, key: str = "", node: Optional[cst.FunctionDef] = None, method: bool = False) -> None:
         self.loops = 0
         self.items: Dict[str, List[Tuple[object, cst.BaseExpression]]] = {}  # `d["k"] = v` per name
+        self.key = key
+        self.node = node  # None: the module, or a def that is part of its enclosing code
+        self.method = method
+        self._parameters: Optional[Dict[str, Parameter]] = None
+        self.spread: Dict[str, Parameter] = {}  # `for key, value in kwargs.items()`: value -> **kwargs
+
+    @property
+    def parameters(self) -> Dict[str, Parameter]:
+        """The function's own parameters (computed when first asked: most functions never are)."""
+        if self._parameters is None:
+            self._parameters = _parameters(self.node, self.method) if self.node is not None else {}
+        return self._parameters
+
+
+def _parameters(node: cst.FunctionDef, method: bool) -> Dict[str, Parameter]:
+    """A def's parameters as its callers pass them (a method's first one is the instance)."""
+    params = node.params
+    positional = [*params.posonly_params, *params.params]
+    if method:
+        static = any(dotted_name(d.decorator) == "staticmethod" for d in node.decorators)
+        positional = positional if static else positional[1:]
+    only = {id(p) for p in params.posonly_params}
+    found: Dict[str, Parameter] = {}
+    for index, param in enumerate(positional):
+        found[param.name.value] = Parameter(index, None if id(param) in only else param.name.value)
+    for param in params.kwonly_params:
+        found[param.name.value] = Parameter(None, param.name.value)
+    named = tuple(found)
+    if type(params.star_arg) is cst.Param:
+        found[params.star_arg.name.value] = Parameter(len(positional), None, True)
+    if type(params.star_kwarg) is cst.Param:
+        found[params.star_kwarg.name.value] = Parameter(None, None, True, named)
+    return found
+
+
+def _star(parameter: Optional[Parameter]) -> bool:
+    """`*args` (not `**kwargs`)."""
+    return parameter is not None and parameter.rest and parameter.keyword is None and parameter.position is not None
+
+
+def _first_party(context: "FileContext", target: Optional[str]) -> bool:
+    """A call target that may be first-party code (the project phase resolves it): this file's, the
+    project's packages', or a module of a plain directory (`from src.utils import f`), not a library's."""
+    if not target:
+        return False
+    head = target.split(".", 1)[0]
+    return target.startswith(".") or head in context.first_party or head not in LIBRARIES
+
+
+# Never first-party unless the project is one of them (a cost filter: the project phase decides).
+LIBRARIES = frozenset(sys.stdlib_module_names) | {
+    "torch", "torchvision", "torchaudio", "numpy", "scipy", "pandas", "sklearn", "PIL", "cv2", "matplotlib",
+    "transformers", "accelerate", "datasets", "lightning", "pytorch_lightning", "timm", "apex", "deepspeed",
+    "wandb", "tensorboard", "tqdm", "einops", "fvcore", "detectron2", "hydra", "omegaconf", "submitit",
+}
 
 
 class _CallCollector(cst.BatchableCSTVisitor):
@@ -160,8 +293,10 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         self.frames: List[_Frame] = [_Frame()]
         self.helpers = facts().helpers
         self.config_helpers = config_helpers(context.settings)
-        self._saves: List[Tuple[CheckpointSite, cst.Call, cst.Dict, Optional[str], bool]] = []
+        # (site, the call, the dict display or `dict(...)` call, the name its items are assigned to, key taken)
+        self._saves: List[Tuple[CheckpointSite, cst.Call, cst.BaseExpression, Optional[str], bool]] = []
         self._loads: List[Tuple[OptimizerLoad, cst.Call]] = []
+        self._classes: List[bool] = [False]  # per enclosing def or class: a class body
 
     @classmethod
     def for_file(cls, context: "FileContext", collector: Any) -> Optional["ResumeCollector"]:
@@ -169,14 +304,54 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         return cls(context, collector) if any(word in text for word in WORDS) else None
 
     # -- where we are ---------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(True)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.frames.append(_Frame())
+        key = self.collector.key  # the summary collector visited this def first
+        own = key != self.frames[-1].key  # not a method of a class defined in a function body
+        self.frames.append(_Frame(key, node if own else None, self._classes[-1]))
+        self._classes.append(False)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.frames.pop()
+        self._classes.pop()
 
     def visit_For(self, node: cst.For) -> None:
-        self.frames[-1].loops += 1
+        frame = self.frames[-1]
+        frame.loops += 1
+        iterated = node.iter
+        if frame.node is not None and (type(iterated) is cst.Name or (type(iterated) is cst.Call and type(iterated.func) is cst.Attribute)):
+            self._spread(frame, node)
+
+    def _spread(self, frame: _Frame, node: cst.For) -> None:
+        """`for key, value in kwargs.items()`, `for value in kwargs.values()`, `for value in args`:
+        `value` is any of the arguments gathered by `**kwargs` / `*args`."""
+        target, iterated = node.target, node.iter
+        name = None
+        if type(iterated) is cst.Name:
+            parameter = frame.parameters.get(iterated.value)
+            if _star(parameter) and type(target) is cst.Name:
+                name = target.value
+        elif type(iterated) is cst.Call and type(iterated.func) is cst.Attribute and type(iterated.func.value) is cst.Name:
+            method = iterated.func.attr.value
+            if method not in ("items", "values"):
+                return
+            parameter = frame.parameters.get(iterated.func.value.value)
+            if parameter is None or not (parameter.rest and parameter.position is None):
+                return
+            if method == "values" and type(target) is cst.Name:
+                name = target.value
+            elif method == "items" and type(target) is cst.Tuple and len(target.elements) == 2:
+                value = target.elements[1].value
+                name = value.value if type(value) is cst.Name else None
+        else:
+            return
+        if name is not None:
+            frame.spread[name] = parameter
 
     def leave_For(self, original_node: cst.For) -> None:
         self.frames[-1].loops -= 1
@@ -206,8 +381,13 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         function_type = type(func)
         attribute = func.attr.value if function_type is cst.Attribute else None
         if attribute == "load_state_dict":
-            if node.args and (self._is_optimizer(func.value) or _optimizer_item(node.args[0].value)):
-                self._load(node, func.value)
+            if node.args:
+                if self._is_optimizer(func.value) or _optimizer_item(node.args[0].value):
+                    self._load(node, func.value)
+                else:
+                    parameter = self._parameter(func.value, spread=True)
+                    if parameter is not None:
+                        self._load(node, func.value, parameter)
             return
         qualified = self.context.call_name(node)
         key = self.collector.key
@@ -218,6 +398,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                     _add(self.facts.captures, key, kind)
             elif qualified == "torch.save":
                 self._save(node)
+                return
             elif qualified in SAMPLERS or is_dataloader(qualified):
                 generator = arg_value(node, "generator", GENERATOR_POSITION.get(qualified))
                 name = dotted_name(generator) if generator is not None else None
@@ -229,6 +410,10 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             _add(self.facts.captures, key, GENERATOR + (receiver or ""))
         if self.frames[-1].loops and node.args:
             self._loop_seed(node, qualified, attribute)
+        if node.args and qualified not in CAPTURES:
+            target = self.collector.call_target  # the summary collector visited this call first
+            if _first_party(self.context, target):
+                self._handed(node, target)
 
     def _loop_seed(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str]) -> None:
         """A seeding call in a loop body from a value that changes (`torch.manual_seed(seed + step)`):
@@ -275,7 +460,10 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             return True
         scopes = self.context.scopes
         values = scopes.values(dotted, module_too=True) if type(node) is cst.Name else scopes.expression_values(node)
-        return any(type(v) is cst.Call and optimizer_class(self.resolver.qualified_name(v.func)) for v in values)
+        for value in values:
+            if type(value) is cst.Call and optimizer_class(self.resolver.qualified_name(value.func)):
+                return True
+        return False
 
     def _optimizer_state(self, key: object, value: cst.BaseExpression, depth: int = 0) -> bool:
         """A checkpoint value holding an optimizer's `state_dict()` (directly or through a name)."""
@@ -289,24 +477,102 @@ class ResumeCollector(cst.BatchableCSTVisitor):
     # -- saves and loads -------------------------------------------------------------------------
     def _save(self, node: cst.Call) -> None:
         obj = arg_value(node, "obj", 0)
+        if obj is None:
+            # `torch.save(*args, **kwargs)` in `def save_on_master(*args, **kwargs)`: the caller's first argument.
+            first = node.args[0] if node.args else None
+            if first is not None and first.star == "*" and type(first.value) is cst.Name:
+                parameter = self.frames[-1].parameters.get(first.value.value)
+                if _star(parameter) and self._unbound(first.value.value):
+                    _add(self.facts.parameter_saves, self.collector.key, parameter._replace(rest=False))
+            return
+        if not self._checkpoint(node, obj, None):
+            parameter = self._parameter(obj)
+            if parameter is not None and not parameter.rest:
+                _add(self.facts.parameter_saves, self.collector.key, parameter)
+
+    def _handed(self, node: cst.Call, target: str) -> None:
+        """A call of a first-party function: the checkpoint dicts, optimizers and parameters it hands over."""
+        position = 0
+        frame = self.frames[-1]
+        # A parameter passed on counts only to a function named for saving (`save_on_master`): passing
+        # parameters on is what most functions do, and the second level is all that is followed.
+        forwards = frame.node is not None and "save" in target.rsplit(".", 1)[-1].lower()
+        for arg in node.args:
+            if arg.star == "**":
+                continue
+            value = arg.value
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            at = None if keyword is not None else position
+            if arg.star == "*":
+                if forwards and type(value) is cst.Name:
+                    parameter = frame.parameters.get(value.value)
+                    if _star(parameter) and self._unbound(value.value):
+                        _add(self.facts.forwards, self.collector.key, Forward(parameter, target, position, None))
+                break  # positions after `*args` are unknown
+            if keyword is None:
+                position += 1
+            kind = type(value)
+            if kind is cst.Name or kind is cst.Attribute:
+                if self._is_optimizer(value):
+                    argument = OptimizerArgument(self.collector.key, target, at, keyword, dotted_name(value) or "optimizer")
+                    if argument not in self.facts.optimizer_arguments:
+                        self.facts.optimizer_arguments.append(argument)
+                if forwards and kind is cst.Name:
+                    parameter = self._parameter(value)
+                    if parameter is not None:
+                        _add(self.facts.forwards, self.collector.key, Forward(parameter, target, at, keyword))
+                        continue
+            if kind is cst.Dict or kind is cst.Name or (kind is cst.Call and _dict_call(value, self.context)):
+                spelling = dotted_name(node.func) or _code(self.context, node.func)
+                self._checkpoint(node, value, Through(target, at, keyword, spelling))
+
+    def _unbound(self, name: str) -> bool:
+        """A name bound only as the function's parameter so far."""
+        return self.context.scopes.values(name) == [None]
+
+    def _parameter(self, value: cst.BaseExpression, spread: bool = False) -> Optional[Parameter]:
+        """The parameter of the enclosing function a name holds (with `spread`, also a value taken
+        from `*args` / `**kwargs` by a loop)."""
+        if type(value) is not cst.Name:
+            return None
+        frame = self.frames[-1]
+        name = value.value
+        if spread and name in frame.spread:
+            return frame.spread[name]
+        parameter = frame.parameters.get(name)
+        if parameter is None or _star(parameter) or (parameter.rest and parameter.position is None):
+            return None
+        return parameter if self._unbound(name) else None
+
+    def _checkpoint(self, node: cst.Call, obj: cst.BaseExpression, through: Optional[Through]) -> bool:
+        """A checkpoint: `obj` is a dict display or a `dict(...)` call, or a name bound to one in this
+        function (with its item assignments so far), that holds an optimizer's state."""
         name = None
         items: List[Tuple[object, cst.BaseExpression]] = []
-        if type(obj) is cst.Dict:
+        kind = type(obj)
+        if kind is cst.Dict or kind is cst.Call:
             display = obj
-        elif type(obj) is cst.Name:
+        elif kind is cst.Name:
             display = self.context.scopes.value(obj.value)
-            if type(display) is not cst.Dict:
-                return
             name = obj.value
             items = self.frames[-1].items.get(name, [])
         else:
-            return
-        pairs = [(literal(e.key), e.value) for e in display.elements if type(e) is cst.DictElement]
+            return False
+        if type(display) is cst.Dict:
+            pairs = [(literal(e.key), e.value) for e in display.elements if type(e) is cst.DictElement]
+            elements: List[Any] = list(display.elements)
+            strings = [e.key for e in display.elements if type(e) is cst.DictElement and type(e.key) is cst.SimpleString]
+        elif type(display) is cst.Call and _dict_call(display, self.context):
+            pairs = [(arg.keyword.value, arg.value) for arg in display.args if arg.keyword is not None]
+            elements = list(display.args)
+            strings = []
+        else:
+            return False
         in_display = any(self._optimizer_state(key, value) for key, value in pairs)
         in_items = any(self._optimizer_state(key, value) for key, value in items)
         if not (in_display or in_items):
-            return
-        site = CheckpointSite(self.collector.key, 0, 0, 0, 0, 0, 0, bound=self._bound_here())
+            return False
+        site = CheckpointSite(self.collector.key, 0, 0, 0, 0, 0, 0, bound=self._bound_here(), through=through)
         calls = _CallCollector()
         walker = BatchedWalker([calls])
         for _, value in pairs + items:
@@ -319,14 +585,23 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                 names = [d for d in (dotted_name(arg.value) for arg in call.args if not arg.star) if d]
                 site.helper_calls.append((target, names))
         keys = [key for key, _ in pairs + items]
-        strings = [e.key for e in display.elements if type(e) is cst.DictElement and type(e.key) is cst.SimpleString]
+        if not strings:
+            strings = _strings(node)
         if strings and strings[0].value.lstrip("rbuRBU").startswith("'"):
             site.quote = "'"
-        by_item = name is not None and (in_items and not in_display or not display.elements)
+        by_item = name is not None and (in_items and not in_display or not elements)
         self._saves.append((site, node, display, name if by_item else None, KEY in keys))
-        self.facts.checkpoints.append(site)
+        (self.facts.wrapped if through is not None else self.facts.checkpoints).append(site)
+        return True
 
-    def _load(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+    def _load(self, node: cst.Call, receiver: cst.BaseExpression, parameter: Optional[Parameter] = None) -> None:
+        if parameter is not None:
+            # Restored where the project phase finds the caller that passes an optimizer (no restore
+            # edit: the helper loads whatever it is given, often in a loop over its arguments).
+            load = OptimizerLoad(self.collector.key, 0, dotted_name(receiver) or "optimizer", parameter=parameter)
+            self._loads.append((load, node))
+            self.facts.parameter_loads.append(load)
+            return
         load = OptimizerLoad(self.collector.key, 0, dotted_name(receiver) or "optimizer", bound=self._bound_here())
         value = node.args[0].value
         scopes = self.context.scopes
@@ -355,9 +630,12 @@ class ResumeCollector(cst.BatchableCSTVisitor):
     # -- the end: lines and the fix's offsets ----------------------------------------------------
     def finish(self) -> Optional[ResumeFacts]:
         facts_ = self.facts
-        if not (facts_.checkpoints or facts_.loads or facts_.captures or facts_.loader_generators or facts_.loop_seeds):
+        if not (
+            facts_.checkpoints or facts_.loads or facts_.captures or facts_.loader_generators or facts_.loop_seeds
+            or facts_.wrapped or facts_.parameter_saves or facts_.forwards or facts_.parameter_loads or facts_.optimizer_arguments
+        ):
             return None
-        if facts_.checkpoints or facts_.loads:
+        if facts_.checkpoints or facts_.loads or facts_.wrapped or facts_.parameter_loads:
             self._locate()
         self.collector.summary.resume = facts_
         return facts_
@@ -376,12 +654,14 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         for load, node in self._loads:
             line, column, end_line, end_column = context.node_range(node)
             load.line = line
+            if load.parameter is not None:
+                continue
             text = context.lines.line_text(line)
             after = context.lines.line_text(end_line)[end_column:].strip()
             if not text[:column].strip() and (not after or after.startswith("#")) and end_line < len(context.lines.starts):
                 load.indent = text[:column]
                 load.restore_offset = context.lines.offset(end_line + 1, 0)
-        if facts_.checkpoints:
+        if facts_.checkpoints or facts_.wrapped:
             offset = context.after_imports_offset()
             following = context.text[offset:]
             facts_.helper_offset = offset
@@ -393,18 +673,19 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                 if edit is not None:
                     facts_.import_edits[module] = (edit.start, edit.content)
 
-    def _exploded(self, display: cst.Dict, entry: str, indent: str) -> str:
-        """The dict display one entry per line (with a trailing comma), `entry` last."""
+    def _exploded(self, display: cst.BaseExpression, entry: str, indent: str) -> str:
+        """The dict display (or `dict(...)` call) one entry per line (with a trailing comma), `entry` last."""
         context = self.context
         inner = indent + context.module.default_indent
         newline = context.newline
-        codes = [_code(context, e.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for e in display.elements]
+        codes = [_code(context, e.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for e in _elements(display)]
         lines = [inner + code + "," + newline for code in codes]
-        return "{" + newline + "".join(lines) + inner + entry + "," + newline + indent + "}"
+        opening, closing = ("{", "}") if type(display) is cst.Dict else (_code(context, display.func) + "(", ")")
+        return opening + newline + "".join(lines) + inner + entry + "," + newline + indent + closing
 
-    def _entry_edit(self, call: cst.Call, display: cst.Dict, item_name: Optional[str], quote: str) -> Optional[EntryEdit]:
+    def _entry_edit(self, call: cst.Call, display: cst.BaseExpression, item_name: Optional[str], quote: str) -> Optional[EntryEdit]:
         """Where `"rng_state": <call>` goes: an item assignment before the save, or one more
-        entry of the dict display, in the display's own layout."""
+        entry of the dict display (`rng_state=<call>` of a `dict(...)` call), in its own layout."""
         context = self.context
         lines = context.lines
         newline = context.newline
@@ -416,11 +697,11 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                 return None  # the save shares its line with other code
             start = lines.offset(line, 0)
             return EntryEdit([(start, start, f"{prefix}{item_name}[{key}] = {VALUE}{newline}")])
-        elements = display.elements
-        if not elements:
-            return None
+        elements = _elements(display)
+        if not elements or any(type(e) is cst.Arg and e.star for e in elements):
+            return None  # `dict(**base, ...)`: a `rng_state` in it is not visible
         last = elements[-1]
-        entry = f"{key}: {VALUE}"
+        entry = f"{key}: {VALUE}" if type(display) is cst.Dict else f"{KEY}={VALUE}"
         line, column, end_line, _ = context.node_range(display)
         last_line, last_column, last_end_line, last_end_column = context.node_range(last)
         value_end = lines.offset(last_end_line, last_end_column)
@@ -464,8 +745,14 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         last_text = lines.line_text(last_line)
         indent = last_text[:last_column]
         if indent.strip():
-            # Several entries share the last entry's line: one more after it on that line.
-            return EntryEdit([(value_end, value_end, ", " + entry)])
+            # Several entries share the last entry's line: one more after it on that line, or on a
+            # line of its own below them (at the first one's column) when that passes the line length.
+            first_column = min(context.node_range(e)[1] for e in elements if context.node_range(e)[0] == last_line)
+            own = "".join(c if c == "\t" else " " for c in last_text[:first_column])
+            room = context.settings.line_length - len(last_text) - len(", ") - len(entry) + len(VALUE)
+            # Before the last entry's comma, if any: it then ends the new line.
+            wide = [(value_end, value_end, "," + newline + own + entry)]
+            return EntryEdit([(value_end, value_end, ", " + entry)], room=room, wide=wide)
         closing_line = end_line
         if closing_line > last_end_line:
             # The closing brace on a line of its own: a line after the last entry's.
@@ -489,3 +776,87 @@ def _optimizer_item(value: cst.BaseExpression) -> bool:
     elif type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get" and value.args:
         key = literal(value.args[0].value)
     return isinstance(key, str) and "optim" in key.lower()
+
+
+def _elements(display: cst.BaseExpression) -> List[Any]:
+    """A dict display's elements, a `dict(...)` call's arguments."""
+    return list(display.elements) if type(display) is cst.Dict else list(display.args)
+
+
+def _dict_call(node: cst.Call, context: "FileContext") -> bool:
+    """`dict(epoch=..., optimizer=optimizer.state_dict())`."""
+    return type(node.func) is cst.Name and node.func.value == "dict" and context.call_name(node) == "builtins.dict"
+
+
+class _StringCollector(cst.BatchableCSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.strings: List[cst.SimpleString] = []
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.strings.append(node)
+
+
+def _strings(node: cst.CSTNode) -> List[cst.SimpleString]:
+    """The string literals in a call (the quote style of a checkpoint without string keys)."""
+    collector = _StringCollector()
+    BatchedWalker([collector]).walk(node)
+    return collector.strings
+
+
+# -- the project phase: first-party helpers ------------------------------------------------------
+# (`project` is the model's `Project`: `resolve(file, target)` names the first-party functions a call target is.)
+Node = Tuple[str, str]
+
+
+def saves_argument(project: Any, resume: Dict[str, ResumeFacts], node: Node, position: Optional[int], keyword: Optional[str], depth: int = 0) -> bool:
+    """Whether the function `node` `torch.save`s the argument a call passes it at `position` or by
+    `keyword` (itself, or through one more first-party function it passes the parameter to)."""
+    facts = resume.get(node[0])
+    if facts is None:
+        return False
+    if any(parameter.takes(position, keyword) for parameter in facts.parameter_saves.get(node[1], ())):
+        return True
+    if depth >= 1:
+        return False
+    for forward in facts.forwards.get(node[1], ()):
+        if forward.parameter.takes(position, keyword):
+            out = forward.parameter.forwarded(position, forward.position)
+            for callee in project.resolve(node[0], forward.target):
+                if saves_argument(project, resume, callee, out, forward.keyword, depth + 1):
+                    return True
+    return False
+
+
+def wrapped_checkpoints(project: Any, resume: Dict[str, ResumeFacts], display: str) -> List[Tuple[CheckpointSite, List[Node]]]:
+    """The dicts a file hands to a first-party function that saves them: (site, those functions)."""
+    found = []
+    for site in resume[display].wrapped:
+        through = site.through
+        savers = [node for node in project.resolve(display, through.target) if saves_argument(project, resume, node, through.position, through.keyword)]
+        if savers:
+            found.append((site, savers))
+    return found
+
+
+def optimizer_loads(project: Any, resume: Dict[str, ResumeFacts]) -> List[Tuple[str, OptimizerLoad]]:
+    """Every optimizer load: the direct ones, and the loads of a helper's parameter that a caller
+    hands an optimizer (`via` that caller). `load_node` says which function must be reached."""
+    found: List[Tuple[str, OptimizerLoad]] = []
+    seen: Set[Tuple[str, int, Tuple[str, str]]] = set()
+    for display, facts in sorted(resume.items()):
+        found.extend((display, load) for load in facts.loads)
+        for argument in facts.optimizer_arguments:
+            for path, key in project.resolve(display, argument.target):
+                helper = resume.get(path)
+                for load in helper.parameter_loads if helper is not None else ():
+                    via = (display, argument.key)
+                    if load.key == key and load.parameter.takes(argument.position, argument.keyword) and (path, load.line, via) not in seen:
+                        seen.add((path, load.line, via))
+                        found.append((path, OptimizerLoad(key, load.line, argument.receiver, parameter=load.parameter, via=via)))
+    return found
+
+
+def load_node(path: str, load: OptimizerLoad) -> Node:
+    """The function whose reach makes the load run: its caller for a helper's parameter."""
+    return load.via if load.via is not None else (path, load.key)

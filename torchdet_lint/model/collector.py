@@ -99,6 +99,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         )
         self.calls_seen = 0
         self.assigns_seen = 0
+        self.call_target: Optional[str] = None  # the target of the call visited last
         self._imports_taken = 0
         self.pending: List[Tuple[Any, str, int]] = []  # (object with a `line`, "call" | "assign", index)
         # The function key stack: (key, class name, calls seen, local variable types).
@@ -386,7 +387,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         function = self.function
         seen = self.keys[-1][2]
         qualified = self.context.call_name(node)
-        target = self._target(func, qualified)
+        target = self.call_target = self._target(func, qualified)  # the ResumeCollector reads it next
         if target:
             function.add_call(target, seen)
         index = self.calls_seen

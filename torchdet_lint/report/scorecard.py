@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.model.checkpoints import load_node, optimizer_loads
 from torchdet_lint.model.project import EntryPoint, Located, Project, Reach
 from torchdet_lint.source import LineIndex
 
@@ -130,13 +131,8 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
 
 def _optimizer_loads(project: Project, nodes) -> List[Tuple[str, int, str]]:
     """The optimizer state loads (a resume) in reached code: (path, line, receiver)."""
-    found = []
-    for display, summary in sorted(project.summaries.items()):
-        facts = summary.resume
-        for load in facts.loads if facts is not None else ():
-            if (display, load.key) in nodes:
-                found.append((display, load.line, load.receiver))
-    return found
+    resume = {display: summary.resume for display, summary in project.summaries.items() if summary.resume is not None}
+    return [(display, load.line, load.receiver) for display, load in optimizer_loads(project, resume) if load_node(display, load) in nodes]
 
 
 def _evidence(project: Project, located: Located, message: str) -> Evidence:

@@ -17,6 +17,9 @@ from torchdet_lint.model.checkpoints import (
     CheckpointSite,
     OptimizerLoad,
     ResumeFacts,
+    load_node,
+    optimizer_loads,
+    wrapped_checkpoints,
 )
 from torchdet_lint.model.project import EntryPoint, Located, Node, Project
 from torchdet_lint.model.summary import MAIN_KEY, MODULE_KEY, Site
@@ -58,11 +61,21 @@ class CheckpointWithoutRngState(ProjectRule):
     class (or `timm.optim.create_optimizer_v2`, Transformers' `AdamW`,
     `ZeroRedundancyOptimizer`, bitsandbytes and apex optimizers), or a name or
     attribute ending in `optimizer`/`optim` (or loading an item whose key
-    contains `optim`: `opt.load_state_dict(state["optim"])`). A *checkpoint* is a `torch.save`
-    whose object is a dict display, or a name bound to one in the same function
-    (with the `d["k"] = ...` item assignments that follow), holding an
-    optimizer's `state_dict()` (a value under a key containing `optim` counts
-    too). The states it needs, for the entry points that reach the save:
+    contains `optim`: `opt.load_state_dict(state["optim"])`), or an optimizer
+    handed to a first-party helper that calls `load_state_dict` on that
+    parameter or on the values of its `**kwargs`/`*args` in a loop
+    (`restart_from_checkpoint(path, model=model, optimizer=optimizer)` with
+    `for key, value in kwargs.items(): value.load_state_dict(checkpoint[key])`).
+    A *checkpoint* is a `torch.save` whose object is a dict display or a
+    `dict(...)` call, or a name bound to one in the same function (with the
+    `d["k"] = ...` item assignments that follow), holding an optimizer's
+    `state_dict()` (a value under a key containing `optim` counts too); or
+    such a dict handed to a first-party function that `torch.save`s the
+    parameter it binds (named, or through `*args`:
+    `def save_on_master(*args, **kwargs): torch.save(*args, **kwargs)`, in
+    any module), reported at that call since the dict is built there
+    ("saved through `save_checkpoint`"). The states it needs, for the entry
+    points that reach the save:
 
     - torch's CPU generator (`torch.get_rng_state()`, `torch.random.get_rng_state()`)
       when the run draws from torch (a module built, dropout, `torch.rand*`, a
@@ -98,10 +111,15 @@ class CheckpointWithoutRngState(ProjectRule):
     The fix adds the missing states under one key, `"rng_state":
     rng_state_dict(...)`, as one more entry of the dict display in the
     display's own layout (one line at the entries' indentation when they are
-    one per line, with their trailing-comma style; a one-line dict that would
-    pass the line length is laid out one entry per line, as a formatter
-    would), or, when the dict is built by item assignments, as
+    one per line, with their trailing-comma style; after the last entry when
+    several share its line, or on a line of its own below them when that
+    would pass the line length; a one-line dict that would pass the line
+    length is laid out one entry per line, as a formatter would), as a
+    `rng_state=rng_state_dict(...)` keyword of a `dict(...)` call in the same
+    layouts, or, when the dict is built by item assignments, as
     `checkpoint["rng_state"] = rng_state_dict(...)` right before the save.
+    A dict handed to a save function gets the entry where it is built, at
+    the call.
     Where the load is visible in the same file (a name bound from
     `torch.load(...)` in the same function, whose item feeds the optimizer's
     `load_state_dict`), it restores them right after that statement (after
@@ -121,16 +139,27 @@ class CheckpointWithoutRngState(ProjectRule):
     has an `"rng_state"` key, when a needed generator's name is not bound at
     the save and at the restore, in notebooks, or when a helper of that name
     exists but does not save those states. A load in another file than the
-    save is not edited: the fix title says to call `load_rng_state_dict`
-    there.
+    save is not edited, nor a load in a helper handed the optimizer (it loads
+    whatever it is given, often in a loop): the fix title says to call
+    `load_rng_state_dict` there.
 
     ## Known problems
     A reseeding helper is recognised by its name (containing `seed`); one
     named otherwise is not seen, and the rule reports its loop's states. A run
     whose only torch draw is the model's initialisation still needs the CPU
     state by this reading, although the loaded weights replace those draws.
-    Checkpoints built by `dict(...)` calls or in another function than the
-    `torch.save` are not followed.
+    Save functions are followed one level (`save_checkpoint(state, ...)` whose
+    body saves `state`), and a second level only when the first passes the
+    parameter on to a function whose name contains `save` (recording every
+    parameter passed on would cost more than it finds); a save function in a
+    file that mentions neither `torch.save` nor any other word of the resume
+    facts (`torch.save` imported under another name) is not seen. A
+    checkpoint built in another function than the one that hands it to the
+    save, a dataclass turned into a dict (`torch.save(asdict(snapshot))`),
+    and an optimizer's state dict saved alone (no dict to add the states to)
+    are not followed. Loads through a helper are followed one level, by the
+    optimizer handed to it; the resume site named is the helper's
+    `load_state_dict` line.
 
     ## Options
     `entry-points`, `seed-functions` (a configured seeding function called in
@@ -174,7 +203,7 @@ class CheckpointWithoutRngState(ProjectRule):
 
     def check(self, project: Project) -> Iterable[Diagnostic]:
         resume = {display: summary.resume for display, summary in project.summaries.items() if summary.resume is not None}
-        if not any(facts.checkpoints for display, facts in resume.items() if project.is_reported(display)):
+        if not any(facts.checkpoints or facts.wrapped for display, facts in resume.items() if project.is_reported(display)):
             return
         analysis = _Analysis(project, resume)
         resumes = analysis.resume_loads()
@@ -184,7 +213,7 @@ class CheckpointWithoutRngState(ProjectRule):
         for display in sorted(resume):
             if not project.is_reported(display):
                 continue
-            for site in resume[display].checkpoints:
+            for site in analysis.checkpoints(display):
                 runs = [entry for entry in analysis.entries if (display, site.key) in analysis.nodes(entry)]
                 if not runs:
                     continue
@@ -193,7 +222,7 @@ class CheckpointWithoutRngState(ProjectRule):
                 missing = [state for state in needed if state not in present]
                 if not missing:
                     continue
-                own = [(path, load) for path, load in resumes if any((path, load.key) in analysis.nodes(entry) for entry in runs)]
+                own = [(path, load) for path, load in resumes if any(load_node(path, load) in analysis.nodes(entry) for entry in runs)]
                 findings.append((display, site, missing, own or resumes))
         # The helpers a module gets hold what all of its checkpoints need (one text: one insertion).
         module_states: Dict[str, Set[str]] = {}
@@ -205,8 +234,9 @@ class CheckpointWithoutRngState(ProjectRule):
             named = {state: state[len(GENERATOR) :] for state in missing if state.startswith(GENERATOR)}
             words = [f"the loader generator `{named[state]}`" if state in named else WORDS[state] for state in missing]
             reads = [f"`{named[state]}.get_state()`" if state in named else f"`{READS[state]}`" for state in missing]
+            saved = f"checkpoint saved through `{site.through.spelling}`" if site.through is not None else "checkpoint"
             message = (
-                f"checkpoint with the optimizer state but not the state of {_join(words)}: training resumed from it "
+                f"{saved} with the optimizer state but not the state of {_join(words)}: training resumed from it "
                 f"(`{load.receiver}.load_state_dict` at {where}) draws other random numbers than an uninterrupted run; "
                 f"save {_join(reads)} in it and restore {'them' if len(reads) > 1 else 'it'} after the load"
             )
@@ -242,6 +272,7 @@ class _Analysis:
         # parent's reach stops at the process boundary.
         self.entries: List[EntryPoint] = [*project.entry_points, *project.spawned_entry_points]
         self._nodes: Dict[int, Set[Node]] = {}
+        self.savers: Dict[int, List[Node]] = {}  # id of a checkpoint handed to a first-party function -> the savers
 
     def nodes(self, entry: EntryPoint) -> Set[Node]:
         found = self._nodes.get(id(entry))
@@ -249,10 +280,19 @@ class _Analysis:
             found = self._nodes[id(entry)] = self.project.reached_nodes(entry)
         return found
 
+    def checkpoints(self, display: str) -> List[CheckpointSite]:
+        """A file's checkpoints: its `torch.save`s, and the dicts it hands to a first-party function
+        that saves them (`save_checkpoint({...}, is_best)`, `utils.save_on_master(state, path)`)."""
+        sites = list(self.resume[display].checkpoints)
+        for site, savers in wrapped_checkpoints(self.project, self.resume, display):
+            self.savers[id(site)] = savers
+            sites.append(site)
+        return sites
+
     def resume_loads(self) -> Loads:
         """The optimizer loads some entry point reaches (the project resumes)."""
-        loads = [(display, load) for display, facts in sorted(self.resume.items()) for load in facts.loads]
-        return [(d, load) for d, load in loads if any((d, load.key) in self.nodes(entry) for entry in self.entries)]
+        loads = optimizer_loads(self.project, self.resume)
+        return [(d, load) for d, load in loads if any(load_node(d, load) in self.nodes(entry) for entry in self.entries)]
 
     def needed(self, runs: List[EntryPoint]) -> List[str]:
         """The states the runs need saved: what they draw from, less what their loops reseed."""
@@ -316,6 +356,8 @@ class _Analysis:
     def present(self, display: str, site: CheckpointSite) -> Set[str]:
         """The states the checkpoint's function saves: read there, or by a helper it calls."""
         present = set(self.resume[display].captures.get(site.key, ()))
+        for node in self.savers.get(id(site), ()):
+            present.update(state for state in self.captures(node) if not state.startswith(GENERATOR))
         for target, names in site.helper_calls:
             for node in self.project.resolve(display, target):
                 for state in self.captures(node):
