@@ -91,7 +91,7 @@ def _reaching_entry_points(root: Path, config: Dict[str, object]):
         found = []
         for model in models:
             placed = _Findings(model, [d for d in run.diagnostics if (d.path, d.line, d.code) == (diagnostic["path"], diagnostic["line"], diagnostic["code"])])
-            for entry in [*model.reported_entry_points, *model.reported_spawned_entry_points]:
+            for entry in model.reported_runs:
                 if placed.reached(frozenset({diagnostic["code"]}), model.reached_nodes(entry)):
                     found.append(entry.path)
         return found

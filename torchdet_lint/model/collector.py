@@ -534,9 +534,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         code = self.context.module.code_for_node
         site.argument = code(seed)
         if self.ifs and not self.ifs[-1][1]:
-            test = code(self.ifs[-1][0].test)
-            if site.argument in test:
-                site.guard = test
+            test = self.ifs[-1][0].test
+            # The `if` guards this seed when its test reads that very expression (not a longer
+            # one that merely contains its text: `seed` in `args.seed is not None`).
+            if any(part.deep_equals(seed) for part in _subexpressions(test)):
+                site.guard = code(test)
 
     def _instance_calls(self, func: cst.BaseExpression) -> List[str]:
         """What calling an object runs: `model(x)` for `model = Net()` (its `__call__`, or `forward`
@@ -791,6 +793,16 @@ def _signature(node: cst.FunctionDef) -> Tuple[int, str, bool]:
     required = sum(1 for p in positional if p.default is None) + sum(1 for p in params.kwonly_params if p.default is None)
     names = {p.name.value for p in (*positional, *params.kwonly_params)}
     return required, positional[0].name.value if positional else "", "seed" in names
+
+
+def _subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The expressions inside `node` (an attribute's name is not one: `seed` of `args.seed`)."""
+    found, pending = [], [node]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        pending.extend([current.value] if type(current) is cst.Attribute else current.children)
+    return found
 
 
 def _is_declaration(statement: cst.BaseStatement) -> bool:

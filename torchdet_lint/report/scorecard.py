@@ -116,7 +116,7 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
     """The scorecard of every reported entry point of a project."""
     findings = _Findings(project, diagnostics)
     cards = []
-    for entry in [*project.reported_entry_points, *project.reported_spawned_entry_points]:
+    for entry in project.reported_runs:
         card = Scorecard(entry.path, entry.line, entry.reason)
         if entry.spawn is not None and entry.parent is not None:
             card.function, card.launcher = entry.spawn.function, f"{entry.spawn.launcher}(...)"

@@ -270,7 +270,7 @@ class _Analysis:
         self.resume = resume
         # A function started in a new process (`mp.spawn(train, ...)`) is a run of its own: the
         # parent's reach stops at the process boundary.
-        self.entries: List[EntryPoint] = [*project.entry_points, *project.spawned_entry_points]
+        self.entries: List[EntryPoint] = project.runs
         self._nodes: Dict[int, Set[Node]] = {}
         self.savers: Dict[int, List[Node]] = {}  # id of a checkpoint handed to a first-party function -> the savers
 
