@@ -11,6 +11,7 @@ lies in code the entry point reaches, and then list every such finding.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
@@ -20,6 +21,7 @@ from markdown_it import MarkdownIt
 
 from conftest import run_cli
 from test_partial_runs import SEED_CODES, TRAIN, UNSEEDED, _copy_project, _projects, helper_seeded_project
+from torchdet_lint.report.render import _HEADINGS
 from torchdet_lint.report.scorecard import CHECKS, FINDING_CHECKS, REPORT_CODES, SEED_CHECKS
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "report-schema.json").read_text(encoding="utf-8"))
@@ -89,7 +91,7 @@ def _reaching_entry_points(root: Path, config: Dict[str, object]):
         found = []
         for model in models:
             placed = _Findings(model, [d for d in run.diagnostics if (d.path, d.line, d.code) == (diagnostic["path"], diagnostic["line"], diagnostic["code"])])
-            for entry in [*model.reported_entry_points, *model.reported_spawned_entry_points]:
+            for entry in model.reported_runs:
                 if placed.reached(frozenset({diagnostic["code"]}), model.reached_nodes(entry)):
                     found.append(entry.path)
         return found
@@ -234,3 +236,75 @@ def test_a_spawned_worker_has_a_row_of_its_own(tmp_path: Path) -> None:
     assert worker["checks"]["deterministic-mode"]["status"] == "not-needed"
     code, out, _ = run_cli("report", "--color", "never", cwd=tmp_path)
     assert "main.py:15 -> main_worker" in out and "spawned by `mp.spawn(...)` in the program that starts at main.py:23" in out
+    # Every check has a column, and the table wraps into blocks that fit 100 columns.
+    table = out.split("\n\n(")[0].split("\n\nmain.py:15 -> main_worker (")[0]
+    assert all(len(line) <= 100 for line in table.splitlines()), table
+    assert table.count("entry point") >= 2 and all(_HEADINGS[check][0] in table for check in CHECKS), table
+
+
+def test_functional_dropout_left_on_is_missing_in_eval_dropout(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "model.py").write_text(
+        "import torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return F.dropout(x, 0.5)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "evaluate.py").write_text(
+        "import torch\n\nfrom model import Net\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+        "    net = Net()\n    net.eval()\n    print(net(torch.ones(3)))\n",
+        encoding="utf-8",
+    )
+    code, report = _report(cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["eval-dropout"]
+    assert code == 1 and result["status"] == "missing", result
+    assert [(e["path"], e["line"]) for e in result["evidence"]] == [("model.py", 7)]
+    (tmp_path / "model.py").write_text((tmp_path / "model.py").read_text().replace("0.5)", "0.5, training=self.training)"))
+    code, report = _report(cwd=tmp_path)
+    assert report["entry_points"][0]["checks"]["eval-dropout"]["status"] == "ok"
+
+
+def test_resume_rng_state_follows_tdl008(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    source = (Path(__file__).parents[1] / "fixtures" / "TDL008" / "main_block.py").read_text(encoding="utf-8")
+    (tmp_path / "train.py").write_text(source, encoding="utf-8")
+    code, report = _report(cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "missing" and result["evidence"][0]["message"].startswith("TDL008"), result
+    # With the states saved, the check is ok and cites where the run resumes.
+    run_cli("--fix", "--unsafe-fixes", "--select", "TDL008", "--no-cache", ".", cwd=tmp_path)
+    code, report = _report(cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 25), result
+    # A run that never loads an optimizer's state does not resume.
+    (tmp_path / "train.py").write_text(source.replace('        optimizer.load_state_dict(checkpoint["optimizer"])\n', ""), encoding="utf-8")
+    code, report = _report(cwd=tmp_path)
+    assert report["entry_points"][0]["checks"]["resume-rng-state"]["status"] == "not-needed"
+
+
+def test_autotuning_is_missing_in_compiled_code(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    source = (
+        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+        "    model = torch.compile(nn.Linear(2, 2), mode=\"max-autotune\")\n    print(model(torch.ones(2)))\n"
+    )
+    (tmp_path / "train.py").write_text(source, encoding="utf-8")
+    code, report = _report("--torch-version", "2.13", cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["compiled-code"]
+    assert result["status"] == "missing" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 6), result
+    (tmp_path / "train.py").write_text(source.replace(', mode="max-autotune"', ""), encoding="utf-8")
+    code, report = _report("--torch-version", "2.13", cwd=tmp_path)
+    assert report["entry_points"][0]["checks"]["compiled-code"]["status"] == "ok"
+
+
+def test_resume_rng_state_sees_an_optimizer_loaded_by_a_helper(tmp_path: Path) -> None:
+    """swav/dino: `restart_from_checkpoint(path, optimizer=optimizer)` loads each keyword's state."""
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "TDL008" / "helper_load", tmp_path / "project")
+    project = tmp_path / "project"
+    (project / "pyproject.toml").write_text("", encoding="utf-8")
+    code, report = _report(cwd=project)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "missing" and result["evidence"][0]["message"].startswith("TDL008"), result
+    run_cli("--fix", "--unsafe-fixes", "--select", "TDL008", "--no-cache", ".", cwd=project)
+    code, report = _report(cwd=project)
+    result = report["entry_points"][0]["checks"]["resume-rng-state"]
+    assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("src/utils.py", 13), result

@@ -174,7 +174,7 @@ class FileContext:
         """`new`, an edit of the call `old`, as black and ruff-format would write it: on one line
         while `old` was on one line and the line stays within the project's line length, else one
         argument per line with a trailing comma (a layout `old` already spread over lines is kept)."""
-        code = call_with_deep_stack(self.module.code_for_node, new)
+        code = self.code_in_place(old, new)
         line, column, end_line, end_column = self.node_range(old)
         if end_line != line or "\n" in code or not new.args:
             return code
@@ -191,6 +191,38 @@ class FileContext:
         ]
         opening = call_with_deep_stack(self.module.code_for_node, new.with_changes(args=())).rstrip(")")
         return opening + self.newline + "".join(inner + argument + "," + self.newline for argument in arguments) + indent + ")"
+
+    def code_in_place(self, old: cst.CSTNode, new: cst.CSTNode) -> str:
+        """`new` as it reads where `old` stands. LibCST writes a line broken inside brackets
+        relative to the indentation of the block around it, which `module.code_for_node`
+        alone leaves out: an edited call spread over lines in a method would lose its
+        indentation. Rendered inside a block with that indentation instead."""
+        code = call_with_deep_stack(self.module.code_for_node, new)
+        if "\n" not in code and "\r" not in code:
+            return code
+        indent = self.block_indentation(old)
+        if not indent:
+            return code
+        newline = self.module.default_newline
+        statement = cst.SimpleStatementLine(body=[cst.Expr(value=new)])  # type: ignore[arg-type]
+        holder = cst.Module(
+            body=[cst.If(test=cst.Name("_"), body=cst.IndentedBlock(body=[statement], indent=indent))],
+            default_indent=self.module.default_indent,
+            default_newline=newline,
+        )
+        text = call_with_deep_stack(lambda: holder.code)
+        prefix = "if _:" + newline + indent
+        if not text.startswith(prefix) or not text.endswith(newline):
+            return code
+        return text[len(prefix) : len(text) - len(newline)]
+
+    def block_indentation(self, node: cst.CSTNode) -> str:
+        """The indentation of the block whose code holds `node` ("" at module level)."""
+        statement = self.positions.statement_holding(node)
+        if statement is None:
+            return ""
+        text = self.lines.line_text(self.node_range(statement)[0])
+        return text[: len(text) - len(text.lstrip(" \t"))]
 
     def _indent_lines(self, text: str, indent: str) -> str:
         lines = text.splitlines()

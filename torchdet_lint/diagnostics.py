@@ -16,6 +16,9 @@ PARSE_ERROR_NAME = "file-not-analysed"
 # Diagnostic.extra key: the finding disappears when an entry point enables
 # torch.use_deterministic_algorithms (the project phase drops it).
 SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
+# Diagnostic.extra key: cover kinds of the summaries (a list) any of which, in every
+# entry point that reaches the finding, silences it (TDL306; the project phase drops it).
+SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
 
 
 class Applicability(str, enum.Enum):

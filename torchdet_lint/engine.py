@@ -22,6 +22,7 @@ from torchdet_lint.catalog import load_catalog
 from torchdet_lint.checks import file_rule_classes
 from torchdet_lint.context import FileContext
 from torchdet_lint.diagnostics import Diagnostic, error_diagnostic
+from torchdet_lint.model.checkpoints import ResumeCollector
 from torchdet_lint.model.collector import SummaryCollector
 from torchdet_lint.model.scan import empty_summary
 from torchdet_lint.model.summary import FileSummary
@@ -46,6 +47,7 @@ RELEVANT_WORDS = (
     "CUBLAS",
     "seed",
     "Dataset",
+    "load_state_dict",
 )
 
 
@@ -268,13 +270,16 @@ def _check_parsed(
         first_party=options.first_party,
     )
     collector = SummaryCollector(context)
+    resume = ResumeCollector.for_file(context, collector)  # None when the text cannot hold a resume fact
     # A rule whose trigger words the file does not contain stays out of the walk (`Rule.trigger_words`).
     rules = [rule_class(context) for rule_class in file_rule_classes(options.selected) if rule_class.may_report_in(text, options.settings)]
     try:
         forget_keyword_dicts()
-        BatchedWalker([context.resolver, context.scopes, collector, *rules]).walk(module)
+        BatchedWalker([context.resolver, context.scopes, collector, *([resume] if resume else []), *rules]).walk(module)
         result.diagnostics = context.diagnostics()
         collector.finish()
+        if resume is not None:
+            resume.finish()
     except RecursionError:
         result.diagnostics = [error_diagnostic(display, "not analysed: the file is nested too deeply to analyse")]
         return result

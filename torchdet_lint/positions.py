@@ -115,6 +115,7 @@ class LocalPositions:
         """The innermost mappable statement holding `node`, and its first line in the file."""
         if self._parents is None:
             self._parents = _parent_map(self.module)
+        if self._tree is None:
             self._tree = self.python_tree()
         if self._tree is None:
             raise _Unmappable()
@@ -145,6 +146,17 @@ class LocalPositions:
         if statement is None:
             raise _Unmappable()
         return statement, line
+
+    def statement_holding(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The innermost statement line or compound statement that holds `node` (None for the module)."""
+        if self._parents is None:
+            self._parents = _parent_map(self.module)
+        current: Optional[cst.CSTNode] = node
+        while current is not None and current is not self.module:
+            if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return current
+            current = self._parents.get(id(current))
+        return None
 
     def _local_range(self, node: cst.CSTNode, provider) -> Range:
         if node is self.module:

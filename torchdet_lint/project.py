@@ -1,6 +1,8 @@
 """The project phase: builds the project model from the file results, runs the
 selected project rules over it, drops the file findings an enabling entry
-point silences (TDL201 and flag-honouring TDL203), and applies suppressions.
+point silences (TDL201 and flag-honouring TDL203; TDL306 where every entry
+point reaching it turns Inductor's deterministic mode on), and applies
+suppressions.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.checks import project_rule_classes
-from torchdet_lint.diagnostics import SILENCED_BY_FLAG, Diagnostic
+from torchdet_lint.diagnostics import SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, Diagnostic
 from torchdet_lint.engine import FileResult, RunOptions
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
+from torchdet_lint.source import LineIndex
 from torchdet_lint.suppressions import apply_suppressions
 
 
@@ -67,12 +70,16 @@ def project_phase(
     """
     rules = [rule() for rule in project_rule_classes(options.selected)]
     has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in r.diagnostics)
-    if not rules and not has_flag_findings:
+    has_reach_findings = any(d.extra.get(SILENCED_BY_REACHED_COVERS) for r in results for d in r.diagnostics)
+    if not rules and not has_flag_findings and not has_reach_findings:
         return [], None
     project = build_project(results, files, options, context)
     if has_flag_findings and project.deterministic_mode_enabled():
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]
+    if has_reach_findings:
+        for result in results:
+            result.diagnostics = [d for d in result.diagnostics if not _silenced_in_reach(project, d)]
     by_path: Dict[str, List[Diagnostic]] = {}
     for rule in rules:
         for diagnostic in rule.check(project):
@@ -84,3 +91,14 @@ def project_phase(
         text = source.text if source is not None else ""
         kept.extend(apply_suppressions(diagnostics, text, options.settings, project.paths.get(path, Path(path))))
     return kept, project
+
+
+def _silenced_in_reach(project: Project, diagnostic: Diagnostic) -> bool:
+    kinds = diagnostic.extra.get(SILENCED_BY_REACHED_COVERS)
+    if not kinds:
+        return False
+    line = diagnostic.line
+    source = project.sources.get(diagnostic.path)
+    if diagnostic.cell is not None and source is not None:
+        line = LineIndex(source.text).position(diagnostic.start_offset)[0]  # in the joined cells, as the spans count
+    return project.covered_where_reached(diagnostic.path, line, kinds)

@@ -11,6 +11,7 @@ import contextlib
 from typing import Dict, Iterator, List, Optional, Type
 
 from torchdet_lint.checks import (
+    compiled,
     dataloader,
     determinism,
     ops,
@@ -20,7 +21,7 @@ from torchdet_lint.checks import (
 )
 from torchdet_lint.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
 
-FAMILIES = (switches, ops, seeding, dataloader, performance, determinism)
+FAMILIES = (switches, compiled, ops, seeding, dataloader, performance, determinism)
 
 
 def _family_rules(family) -> List[Type[BaseRule]]:

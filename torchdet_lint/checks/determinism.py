@@ -94,7 +94,7 @@ class DeterministicModeNotEnabled(ProjectRule):
     def check(self, project: Project) -> Iterable[Diagnostic]:
         if project.settings.assume_deterministic_mode:
             return
-        for entry in [*project.reported_entry_points, *project.reported_spawned_entry_points]:
+        for entry in project.reported_runs:
             reach = project.entry_reach(entry)
             if "deterministic" in reach.covers or not (reach.cuda or reach.ops):
                 continue

@@ -253,7 +253,10 @@ class NondeterministicOp(_FlagAware):
       `repeat_interleave`, `index_copy`, `index_put` and `put_` on the CPU,
       replication padding, bilinear interpolation (from 2.1), trilinear (2.9),
       float `cumsum` (2.6), 2-d reflection padding (2.7), `MaxPool3d` with
-      `return_indices=True` (2.13), `nn.Embedding` backward (2.11), ...;
+      `return_indices=True` (2.13), `nn.Embedding` backward (2.11), the fused
+      CUDA backward of `F.scaled_dot_product_attention` and of the Transformer
+      layers that call it (2.1 for the memory-efficient kernel, 2.4 for the
+      flash kernel that 16-bit inputs take), ...;
     - those with no deterministic implementation, which raise under the flag
       (TDL202).
 

@@ -34,6 +34,7 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
     mentions_cuda,
 )
+from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
@@ -58,6 +59,8 @@ from torchdet_lint.operations import match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.context import FileContext
+
+_ENVIRON_CALLS = frozenset({"os.environ.setdefault", "os.environ.update"})
 
 def is_main_guard(node: cst.If) -> bool:
     test = node.test
@@ -96,6 +99,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         )
         self.calls_seen = 0
         self.assigns_seen = 0
+        self.call_target: Optional[str] = None  # the target of the call visited last
         self._imports_taken = 0
         self.pending: List[Tuple[Any, str, int]] = []  # (object with a `line`, "call" | "assign", index)
         # The function key stack: (key, class name, calls seen, local variable types).
@@ -335,10 +339,17 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         )
         self._record_rng_assignment(node)
         for target in node.targets:
-            if self.context.qualified_name(target.target) == "torch.backends.cudnn.deterministic" and literal(value) is True:
+            name = self.context.qualified_name(target.target)
+            if name == "torch.backends.cudnn.deterministic" and literal(value) is True:
                 self.function.add_cover("cudnn", self._site("`cudnn.deterministic = True`", "assign"))
-            elif self.context.qualified_name(target.target) == "torch.backends.cudnn.benchmark":
+            elif name == "torch.backends.cudnn.benchmark":
                 self.function.add_cover("cudnn-benchmark", self._site("`cudnn.benchmark = ...`", "assign"))
+            elif name is not None and name.startswith("torch._inductor.") and name == inductor_facts().deterministic.qualified and literal(value) is True:
+                self.function.add_cover(COVER_EXPLICIT, self._site("`torch._inductor.config.deterministic = True`", "assign"))
+            elif type(target.target) is cst.Subscript and self.context.qualified_name(target.target.value) == "os.environ":
+                element = target.target.slice[0].slice if len(target.target.slice) == 1 else None
+                if type(element) is cst.Index:
+                    self._inductor_variable(literal(element.value), value, "assign")
 
     def _registry(self, node: cst.Assign) -> None:
         """`MODELS = {"small": Small, "large": Large}`: the functions or classes one may pick."""
@@ -376,7 +387,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         function = self.function
         seen = self.keys[-1][2]
         qualified = self.context.call_name(node)
-        target = self._target(func, qualified)
+        target = self.call_target = self._target(func, qualified)  # the ResumeCollector reads it next
         if target:
             function.add_call(target, seen)
         index = self.calls_seen
@@ -442,6 +453,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._seed_argument(node, seeding)
                 for kind_covered in covered:
                     function.add_cover(kind_covered, seeding)
+                # From torch 2.10 the flag also turns Inductor's deterministic mode on (TDL306);
+                # the debug-mode switch does not (it bypasses `use_deterministic_algorithms`).
+                if "deterministic" in covered and qualified != "torch.set_deterministic_debug_mode":
+                    function.add_cover(COVER_FLAG, seeding)
+            elif qualified in _ENVIRON_CALLS:
+                self._environ_call(node, qualified)
             elif sets_spawn_start(qualified, node):
                 function.add_cover("spawn-start", site(f"`{_spelling(func)}(...)`"))
             elif qualified in self.facts.cuda_only:
@@ -517,9 +534,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         code = self.context.module.code_for_node
         site.argument = code(seed)
         if self.ifs and not self.ifs[-1][1]:
-            test = code(self.ifs[-1][0].test)
-            if site.argument in test:
-                site.guard = test
+            test = self.ifs[-1][0].test
+            # The `if` guards this seed when its test reads that very expression (not a longer
+            # one that merely contains its text: `seed` in `args.seed is not None`).
+            if any(part.deep_equals(seed) for part in _subexpressions(test)):
+                site.guard = code(test)
 
     def _instance_calls(self, func: cst.BaseExpression) -> List[str]:
         """What calling an object runs: `model(x)` for `model = Net()` (its `__call__`, or `forward`
@@ -555,6 +574,29 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _site(self, text: str, kind: str) -> Site:
         index = (self.calls_seen if kind == "call" else self.assigns_seen) - 1
         return self._located(Site(0, text), kind, index)
+
+    def _environ_call(self, node: cst.Call, qualified: str) -> None:
+        """`os.environ.setdefault(name, value)`, `os.environ.update({...}, name=value)`."""
+        if qualified == "os.environ.setdefault":
+            self._inductor_variable(literal(arg_value(node, position=0)), arg_value(node, position=1), "call")
+            return
+        for arg in node.args:
+            if arg.keyword is not None:
+                self._inductor_variable(arg.keyword.value, arg.value, "call")
+            elif type(arg.value) is cst.Dict:
+                for element in arg.value.elements:
+                    if type(element) is cst.DictElement:
+                        self._inductor_variable(literal(element.key), element.value, "call")
+
+    def _inductor_variable(self, variable: Any, value: Optional[cst.BaseExpression], kind: str) -> None:
+        """TORCHINDUCTOR_DETERMINISTIC=1 set before torch is imported turns Inductor's deterministic
+        mode on (RULES.md, "Compiled code"): the variable is read when Inductor's config is imported."""
+        setting = inductor_facts().deterministic
+        if variable != setting.env or value is None or literal(value) != "1":
+            return
+        if any(m == "torch" or m.startswith("torch.") for m in self.resolver.imported_modules):
+            return
+        self.function.add_cover(COVER_EXPLICIT, self._site(f"`{setting.env}=1`", kind))
 
     def _cuda(self, function: FunctionSummary, site: Site) -> None:
         if len(function.cuda) < MAX_SITES:
@@ -751,6 +793,16 @@ def _signature(node: cst.FunctionDef) -> Tuple[int, str, bool]:
     required = sum(1 for p in positional if p.default is None) + sum(1 for p in params.kwonly_params if p.default is None)
     names = {p.name.value for p in (*positional, *params.kwonly_params)}
     return required, positional[0].name.value if positional else "", "seed" in names
+
+
+def _subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The expressions inside `node` (an attribute's name is not one: `seed` of `args.seed`)."""
+    found, pending = [], [node]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        pending.extend([current.value] if type(current) is cst.Attribute else current.children)
+    return found
 
 
 def _is_declaration(statement: cst.BaseStatement) -> bool:

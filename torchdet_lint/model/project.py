@@ -218,8 +218,14 @@ class Project:
         return sorted(found.values(), key=lambda e: (e.path, e.line, e.spawn.column))
 
     @property
-    def reported_spawned_entry_points(self) -> List[EntryPoint]:
-        return [entry for entry in self.spawned_entry_points if self.is_reported(entry.path)]
+    def runs(self) -> List[EntryPoint]:
+        """Every entry point with state of its own: those the user starts and the spawned ones."""
+        return [*self.entry_points, *self.spawned_entry_points]
+
+    @property
+    def reported_runs(self) -> List[EntryPoint]:
+        """The runs whose diagnostics are shown (a spawned one's are at the call that starts it)."""
+        return [entry for entry in self.runs if self.is_reported(entry.path)]
 
     def parent_only(self, entry: EntryPoint, kind: str) -> Optional[Located]:
         """For a spawned entry point, the parent's setting of `kind` (a seed, the flag) that does not
@@ -485,7 +491,26 @@ class Project:
     def deterministic_mode_enabled(self) -> bool:
         """RULES.md: one entry point that enables the flag silences TDL201 project-wide
         (library code included); with no entry point, nothing enables it."""
-        return any("deterministic" in self.entry_reach(entry).covers for entry in [*self.entry_points, *self.spawned_entry_points])
+        return any("deterministic" in self.entry_reach(entry).covers for entry in self.runs)
+
+    def covered_where_reached(self, display: str, line: int, kinds: Iterable[str]) -> bool:
+        """Whether code at `display:line` runs only where one of the cover `kinds` is on: every
+        entry point (spawned ones included) that reaches it covers one; for code no entry point
+        reaches, one covering entry point in the project is enough (as TDL201's flag)."""
+        kinds = tuple(kinds)
+        entries = self.runs
+        if display not in self.summaries or not entries:
+            return False
+
+        def covers(entry: EntryPoint) -> bool:
+            reach = self.entry_reach(entry).covers
+            return any(kind in reach for kind in kinds)
+
+        node = self.node_at(display, line)
+        reaching = [entry for entry in entries if node in self.reached_nodes(entry)]
+        if reaching:
+            return all(covers(entry) for entry in reaching)
+        return any(covers(entry) for entry in entries)
 
     # -- seeding helpers the fixes can call -----------------------------------------------------------
     def seeding_helpers(self) -> List[Tuple[Node, Reach]]:

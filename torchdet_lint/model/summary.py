@@ -6,7 +6,10 @@ traversal; `scan.py` fills it for a file the pre-filter skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchdet_lint.model.checkpoints import ResumeFacts
 
 MODULE_KEY = "<module>"  # module-level code outside the main block
 MAIN_KEY = "<main>"  # the `if __name__ == "__main__":` block
@@ -190,6 +193,8 @@ class FileSummary:
     function_tops: Dict[str, FunctionTop] = field(default_factory=dict)
     # Function key -> (first line, last line), in files with findings: which code a finding is in.
     spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    # Checkpoints, optimizer loads, RNG state reads, loader generators, reseeding loops (TDL008).
+    resume: Optional["ResumeFacts"] = None
 
     def function(self, key: str) -> FunctionSummary:
         summary = self.functions.get(key)

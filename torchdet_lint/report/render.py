@@ -23,6 +23,10 @@ _HEADINGS = {
     "dataloaders": ("data", "loaders"),
     "raising-ops": ("raising", "ops"),
     "third-party-kernels": ("3rd-party", "kernels"),
+    "resume-rng-state": ("resume", "rng state"),
+    "hidden-order": ("hidden", "order"),
+    "compiled-code": ("compiled", "code"),
+    "eval-dropout": ("eval", "dropout"),
 }
 _CELL = {OK: "ok", MISSING: "missing", NOT_NEEDED: "-"}
 _STYLE = {OK: ("32",), MISSING: ("1", "31"), NOT_NEEDED: ("2",)}  # green, bold red, dim: as the diagnostics' output
@@ -46,23 +50,39 @@ def _summary(cards: Sequence[Scorecard]) -> str:
     return f"{len(cards)} {noun}, {good} fully reproducible, {len(cards) - good} with something missing."
 
 
+def _column_groups(first: int, width: int) -> List[Sequence[str]]:
+    """The checks in tables that fit `width` columns beside the entry point column (a
+    wide table wraps into several, each repeating the entry points)."""
+    groups: List[List[str]] = [[]]
+    used = first
+    for check in CHECKS:
+        cell = 2 + max(len(_HEADINGS[check][0]), len(_HEADINGS[check][1]), len("missing"))
+        if groups[-1] and used + cell > width:
+            groups.append([])
+            used = first
+        groups[-1].append(check)
+        used += cell
+    return groups
+
+
 def render_full(cards: Sequence[Scorecard], style: Callable[..., str], width: int = 100) -> str:
     """A table with one row per entry point, then the evidence of what is missing and what is
     right, wrapped to `width` columns."""
     lines = [style("Reproducibility report", "1"), ""]
     if cards:
         first = max([len("entry point")] + [len(_entry(card)) for card in cards])
-        widths = [max(len(_HEADINGS[c][0]), len(_HEADINGS[c][1]), len("missing")) for c in CHECKS]
-        for row in (0, 1):
-            heading = ("entry point" if row == 0 else "").ljust(first)
-            lines.append(style("  ".join([heading] + [_HEADINGS[c][row].ljust(w) for c, w in zip(CHECKS, widths)]).rstrip(), "1"))
-        for card in cards:
-            cells = []
-            for check, cell_width in zip(CHECKS, widths):
-                status = card.checks[check].status
-                cells.append(style(_CELL[status].ljust(cell_width), *_STYLE[status]))
-            lines.append("  ".join([_entry(card).ljust(first)] + cells).rstrip())
-        lines.append("")
+        for group in _column_groups(first, width):
+            widths = [max(len(_HEADINGS[c][0]), len(_HEADINGS[c][1]), len("missing")) for c in group]
+            for row in (0, 1):
+                heading = ("entry point" if row == 0 else "").ljust(first)
+                lines.append(style("  ".join([heading] + [_HEADINGS[c][row].ljust(w) for c, w in zip(group, widths)]).rstrip(), "1"))
+            for card in cards:
+                cells = []
+                for check, cell_width in zip(group, widths):
+                    status = card.checks[check].status
+                    cells.append(style(_CELL[status].ljust(cell_width), *_STYLE[status]))
+                lines.append("  ".join([_entry(card).ljust(first)] + cells).rstrip())
+            lines.append("")
         labels = [f"{check}: {card.checks[check].status}" for card in cards for check in CHECKS]
         column = 2 + max(len(label) for label in labels) + 2
         for card in cards:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.model.checkpoints import load_node, optimizer_loads
 from torchdet_lint.model.project import EntryPoint, Located, Project, Reach
 from torchdet_lint.source import LineIndex
 
@@ -24,6 +25,9 @@ CHECKS = (
     "dataloaders",
     "raising-ops",
     "third-party-kernels",
+    "resume-rng-state",
+    "compiled-code",
+    "eval-dropout",
 )
 SEED_CHECKS = {"torch-seed": ("TDL001", "torch"), "random-seed": ("TDL002", "random"), "numpy-seed": ("TDL003", "numpy")}
 # Checks that are `missing` when a finding of these codes lies in code the entry point reaches.
@@ -33,6 +37,9 @@ FINDING_CHECKS = {
     "dataloaders": frozenset({"TDL101", "TDL102", "TDL103", "TDL104", "TDL105"}),
     "raising-ops": frozenset({"TDL202"}),
     "third-party-kernels": frozenset({"TDL203"}),
+    "resume-rng-state": frozenset({"TDL008"}),
+    "compiled-code": frozenset({"TDL306"}),
+    "eval-dropout": frozenset({"TDL009"}),
 }
 # What the report needs computed, whatever the selection: added to it.
 REPORT_CODES: FrozenSet[str] = frozenset({"TDL001", "TDL002", "TDL003", "TDL302"}).union(*FINDING_CHECKS.values())
@@ -109,7 +116,7 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
     """The scorecard of every reported entry point of a project."""
     findings = _Findings(project, diagnostics)
     cards = []
-    for entry in [*project.reported_entry_points, *project.reported_spawned_entry_points]:
+    for entry in project.reported_runs:
         card = Scorecard(entry.path, entry.line, entry.reason)
         if entry.spawn is not None and entry.parent is not None:
             card.function, card.launcher = entry.spawn.function, f"{entry.spawn.launcher}(...)"
@@ -120,6 +127,12 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
             card.checks[check] = _check(check, project, entry, reach, nodes, findings)
         cards.append(card)
     return cards
+
+
+def _optimizer_loads(project: Project, nodes) -> List[Tuple[str, int, str]]:
+    """The optimizer state loads (a resume) in reached code: (path, line, receiver)."""
+    resume = {display: summary.resume for display, summary in project.summaries.items() if summary.resume is not None}
+    return [(display, load.line, load.receiver) for display, load in optimizer_loads(project, resume) if load_node(display, load) in nodes]
 
 
 def _evidence(project: Project, located: Located, message: str) -> Evidence:
@@ -185,4 +198,13 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         if reach.ops:
             return CheckResult(OK, [_evidence(project, site, f"reached, and not TDL202: {site.site.text}") for site in reach.ops[:MAX_EVIDENCE]])
         return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no operation of the catalog")])
+    if check == "resume-rng-state":
+        loads = _optimizer_loads(project, nodes)
+        if not loads:
+            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "never resumes: reaches no optimizer `load_state_dict`")])
+        return CheckResult(OK, [Evidence(path, line, f"resumes here, and no checkpoint it saves has TDL008: `{text}.load_state_dict(...)`") for path, line, text in loads[:MAX_EVIDENCE]])
+    if check == "compiled-code":
+        return CheckResult(OK, [Evidence(entry.path, entry.line, "no Inductor autotuning without its deterministic mode in reached code")])
+    if check == "eval-dropout":
+        return CheckResult(OK, [Evidence(entry.path, entry.line, "no reached module calls functional dropout without `training=`")])
     return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no nondeterministic third-party kernel")])

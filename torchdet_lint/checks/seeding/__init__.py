@@ -1,9 +1,13 @@
 """TDL0xx seeding: entry points that reach unseeded global generators (project
 rules, followed through the module graph), and, per file, late seeds,
-unseeded RNG objects, `PYTHONHASHSEED` set too late and unstable seed values.
+unseeded RNG objects, `PYTHONHASHSEED` set too late, unstable seed values and
+functional dropout that stays on after `model.eval()`; checkpoints of
+resumable runs without the RNG states (a project rule).
 One module per rule (TDL001-TDL003 share one).
 """
 
+from torchdet_lint.checks.seeding.checkpoint_rng import CheckpointWithoutRngState
+from torchdet_lint.checks.seeding.functional_dropout import FunctionalDropoutAlwaysOn
 from torchdet_lint.checks.seeding.pythonhashseed import IneffectivePythonHashSeed
 from torchdet_lint.checks.seeding.rng_object import UnseededRngObject
 from torchdet_lint.checks.seeding.seed_after_use import SeedAfterRngUse
@@ -22,4 +26,6 @@ __all__ = [
     "UnseededRngObject",
     "IneffectivePythonHashSeed",
     "UnstableSeedValue",
+    "CheckpointWithoutRngState",
+    "FunctionalDropoutAlwaysOn",
 ]

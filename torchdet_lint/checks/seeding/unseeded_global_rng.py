@@ -30,7 +30,8 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
             return None
         lines.append({"torch": f"{name}.manual_seed({seed})", "random": f"{name}.seed({seed})", "numpy": f"{name}.random.seed({seed})"}[kind])
     if guard:
-        lines = [f"if {guard}:", *(_indent_unit(insertion) + line for line in lines)]
+        # A spawned function is a module-level one: its body's indentation is one step.
+        lines = [f"if {guard}:", *((insertion.indent or "    ") + line for line in lines)]
     where = "at the start of the entry point" if entry.spawn is None else f"at the start of `{entry.spawn.function}`, in the new process"
     return insertion.fix(f"Seed {_join([RNG_WORDS[k] for k in needed])} {where}", lines)
 
@@ -60,10 +61,6 @@ def _free_names(expression: str) -> Set[str]:
     except SyntaxError:
         return {"<unparsable>"}
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
-def _indent_unit(insertion: Insertion) -> str:
-    return insertion.indent if insertion.indent.strip(" \t") == "" and insertion.indent else "    "
 
 
 def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: str) -> Optional[Fix]:
@@ -125,7 +122,7 @@ class _UnseededGlobalRng(ProjectRule):
     kind: ClassVar[str] = ""
 
     def check(self, project: Project) -> Iterable[Diagnostic]:
-        for entry in [*project.reported_entry_points, *project.reported_spawned_entry_points]:
+        for entry in project.reported_runs:
             reach = project.entry_reach(entry)
             draws = reach.draws.get(self.kind)
             if not draws or self.kind in reach.covers:
