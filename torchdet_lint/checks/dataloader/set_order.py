@@ -599,8 +599,9 @@ class _Analysis:
         return None
 
     def singleton_check(self, node: cst.Comparison) -> None:
-        """`len(s) == 1` (or `!= 1`, `<= 1`, `< 2`) on a set or what it became: whatever branch
-        follows, the order of a set that is put in order there is fixed."""
+        """`len(s) == 1` (or `!= 1`, `<= 1`, `< 2`, `> 1`, `>= 2`) on a set or what it became:
+        whatever branch follows (`if len(s) > 1: raise ...` then `s.pop()`), the order of a
+        set that is put in order there is fixed."""
         left = node.left
         if len(node.comparisons) != 1 or type(left) is not cst.Call or len(left.args) != 1:
             return
@@ -610,9 +611,9 @@ class _Analysis:
         if type(comparator) is not cst.Integer or comparator.value not in ("1", "2"):
             return
         operator = type(node.comparisons[0].operator)
-        if comparator.value == "1" and operator not in (cst.Equal, cst.NotEqual, cst.LessThanEqual):
+        if comparator.value == "1" and operator not in (cst.Equal, cst.NotEqual, cst.LessThanEqual, cst.GreaterThan):
             return
-        if comparator.value == "2" and operator is not cst.LessThan:
+        if comparator.value == "2" and operator not in (cst.LessThan, cst.GreaterThanEqual):
             return
         value = self.env.get(left.args[0].value.value)
         if type(value) is _Ordered:
@@ -1039,16 +1040,29 @@ def _ordered_in_text(name: str, text: str) -> bool:
     return False
 
 
-def _position_dependent(value: cst.CSTNode, counters: Set[str]) -> bool:
+def _position_dependent(value: cst.CSTNode, counters: Set[str], elements: Set[str]) -> bool:
     """A value stored per element that depends on how many came before: `len(d)`, `next(ids)`,
-    or a counter the loop increments."""
+    or a counter the loop increments. `len(history[x])` measures the element's own entry."""
     for node in _nodes(value):
         kind = type(node)
         if kind is cst.Call and type(node.func) is cst.Name and node.func.value in ("len", "next"):
-            return True
+            if not (node.func.value == "len" and node.args and _mentions(node.args[0].value, elements)):
+                return True
         if kind is cst.Name and node.value in counters:
             return True
     return False
+
+
+def _mentions(value: cst.CSTNode, names: Set[str]) -> bool:
+    return any(type(part) is cst.Name and part.value in names for part in _nodes(value))
+
+
+def _keyed_by(node: cst.CSTNode, elements: Set[str]) -> bool:
+    """`d[x]`, `d[x.lower()]`: a subscript whose one key is computed from the element."""
+    if type(node) is not cst.Subscript:
+        return False
+    keys = node.slice
+    return len(keys) == 1 and type(keys[0].slice) is cst.Index and _mentions(keys[0].slice.value, elements)
 
 
 def _draws(name: Optional[str]) -> bool:
@@ -1070,21 +1084,31 @@ def _loop_builds(loop: cst.For, resolve) -> Optional[List[str]]:
     order (a position stored by subscript, `yield`, a draw, building an `nn` module, which
     draws its initial weights, an append to an attribute), None
     when it does neither. Containers made in the body are per element, and `d[x] = f(x)`
-    keyed by the element (`d[x.lower()]`, or what an inner loop takes from it) fills the same
-    mapping in any order."""
+    keyed by the element (`d[x.lower()]`, `d["f1-" + x]` through a local, or what an inner
+    loop takes from it) fills the same mapping in any order; so do `d[x] += 1` and
+    `d[x].append(v)`, which touch only the element's own entry."""
     nodes = _nodes(loop.body)
     local: Set[str] = set()
     counters: Set[str] = set()
     elements = set(_target_names(loop.target))  # the element, and what inner loops take from it
+    derived: List[Tuple[List[str], cst.CSTNode]] = []  # `key = "f1-" + x`: names computed in the body
     for node in nodes:
         kind = type(node)
         if kind is cst.Assign:
             for target in node.targets:
                 local.update(_target_names(target.target))
+                if type(target.target) is cst.Name:
+                    derived.append(([target.target.value], node.value))
         elif kind is cst.AugAssign and type(node.target) is cst.Name:
             counters.add(node.target.value)
         elif kind is cst.For:
             elements.update(_target_names(node.target))
+    # A name computed from the element keys by the element too; two passes follow one chain
+    # (`stem = x.lower()`, `key = stem + "_f1"`) without a fixpoint loop over long bodies.
+    for _ in range(2):
+        for names, value in derived:
+            if names[0] not in counters and _mentions(value, elements):
+                elements.update(names)
     appended: List[str] = []
     for node in nodes:
         kind = type(node)
@@ -1093,6 +1117,8 @@ def _loop_builds(loop: cst.For, resolve) -> Optional[List[str]]:
             if type(func) is cst.Attribute:
                 attribute = func.attr.value
                 if attribute in _BUILDING_METHODS:
+                    if _keyed_by(func.value, elements):
+                        continue  # `d[x].append(v)`: the element's own list
                     if type(func.value) is not cst.Name:
                         return []
                     name = func.value.value
@@ -1111,12 +1137,7 @@ def _loop_builds(loop: cst.For, resolve) -> Optional[List[str]]:
                     continue
                 if type(target.value) is cst.Name and target.value.value in local:
                     continue
-                keys = target.slice
-                keyed_by_element = (
-                    len(keys) == 1 and type(keys[0].slice) is cst.Index
-                    and any(type(part) is cst.Name and part.value in elements for part in _nodes(keys[0].slice.value))
-                )
-                if not keyed_by_element or kind is cst.AugAssign or node.value is None or _position_dependent(node.value, counters):
+                if not _keyed_by(target, elements) or node.value is None or _position_dependent(node.value, counters, elements):
                     return []
         elif kind is cst.Yield:
             return []
@@ -1214,8 +1235,10 @@ class UnorderedSetIteration(Rule):
     of unknown elements that build an index mapping, elements that turn out to
     be numbers. JSON and pandas fields are of unknown type (they are often int
     ids). Files that mention none of the words the pre-filter looks for
-    (`torch`, `random`, `numpy`, `seed`, `Dataset`, ...) are not parsed at
-    all, so a data helper module that imports none of them is not checked.
+    (`torch`, `random`, `numpy`, `seed`, `Dataset`, ...) and show no set
+    (`set(`, `set[`, `Set[`, a set comprehension or a display of string
+    literals) are not parsed at all: a set that only arrives through another
+    module's return is not seen in such a file.
 
     ## Options
     None.
