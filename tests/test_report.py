@@ -308,3 +308,26 @@ def test_resume_rng_state_sees_an_optimizer_loaded_by_a_helper(tmp_path: Path) -
     code, report = _report(cwd=project)
     result = report["entry_points"][0]["checks"]["resume-rng-state"]
     assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("src/utils.py", 13), result
+
+
+def test_a_label_map_in_hash_order_is_missing_in_hidden_order(tmp_path: Path) -> None:
+    """A helper the entry point reaches builds its label map from a set of strings."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "data.py").write_text(
+        "def label_map(rows):\n    labels = {row.strip() for row in rows}\n"
+        "    return {name: i for i, name in enumerate(labels)}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nfrom data import label_map\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+        "    print(label_map(open(\"labels.txt\")))\n",
+        encoding="utf-8",
+    )
+    code, report = _report(cwd=tmp_path)
+    result = report["entry_points"][0]["checks"]["hidden-order"]
+    assert code == 1 and result["status"] == "missing", result
+    assert [(e["path"], e["line"]) for e in result["evidence"]] == [("data.py", 3)]
+    run_cli("--fix", "--select", "TDL107", "--no-cache", ".", cwd=tmp_path)
+    assert "enumerate(sorted(labels))" in (tmp_path / "data.py").read_text(encoding="utf-8")
+    code, report = _report(cwd=tmp_path)
+    assert code == 0 and report["entry_points"][0]["checks"]["hidden-order"]["status"] == "ok"

@@ -49,6 +49,10 @@ RELEVANT_WORDS = (
     "Dataset",
     "load_state_dict",
 )
+# Sets, for TDL107: a data helper that builds a label map from `set(labels)`
+# often imports none of the words above. `set(`/`set[`/`Set[`, a set
+# comprehension, or a set display of string literals.
+SET_PATTERNS = (r"\bset[(\[]", r"\bSet\[", r"\{[^{}:\n]*\bfor\b[^{}:\n]*\}", r"\{\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,")
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,7 +60,7 @@ def _relevant_re() -> "re.Pattern[str]":
     """The words above and every library of the third-party catalog (a file that only
     imports `mmcv.ops` can hold a TDL203 finding): a new library needs no code here."""
     libraries = tuple(library.name for library in load_catalog().libraries)
-    return re.compile("|".join(re.escape(word) for word in RELEVANT_WORDS + libraries))
+    return re.compile("|".join([re.escape(word) for word in RELEVANT_WORDS + libraries] + list(SET_PATTERNS)))
 # LibCST needs about 700 bytes of memory per byte of source (7 GB for a 10 MB
 # file): past this size a file is generated code in practice, and parsing it
 # could exhaust the machine. torch's largest source file is 1.4 MB.

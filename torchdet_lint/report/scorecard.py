@@ -26,6 +26,7 @@ CHECKS = (
     "raising-ops",
     "third-party-kernels",
     "resume-rng-state",
+    "hidden-order",
     "compiled-code",
     "eval-dropout",
 )
@@ -38,6 +39,7 @@ FINDING_CHECKS = {
     "raising-ops": frozenset({"TDL202"}),
     "third-party-kernels": frozenset({"TDL203"}),
     "resume-rng-state": frozenset({"TDL008"}),
+    "hidden-order": frozenset({"TDL107"}),
     "compiled-code": frozenset({"TDL306"}),
     "eval-dropout": frozenset({"TDL009"}),
 }
@@ -203,6 +205,8 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         if not loads:
             return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "never resumes: reaches no optimizer `load_state_dict`")])
         return CheckResult(OK, [Evidence(path, line, f"resumes here, and no checkpoint it saves has TDL008: `{text}.load_state_dict(...)`") for path, line, text in loads[:MAX_EVIDENCE]])
+    if check == "hidden-order":
+        return CheckResult(OK, [Evidence(entry.path, entry.line, "no set of strings put in hash order in reached code")])
     if check == "compiled-code":
         return CheckResult(OK, [Evidence(entry.path, entry.line, "no Inductor autotuning without its deterministic mode in reached code")])
     if check == "eval-dropout":
