@@ -10,7 +10,7 @@ from typing import Dict, Tuple
 from conftest import ROOT
 
 INTEGRATIONS = ROOT / "docs" / "integrations.md"
-_SNIPPET = re.compile(r"<!-- editor-config: (?P<name>[\w.-]+) -->\n```(?P<language>\w+)\n(?P<body>.*?)```", re.S)
+_SNIPPET = re.compile(r"<!-- editor-config: (?P<name>[\w.-]+) -->\n```(?P<language>\w+)\n(?P<body>.*?)```", re.DOTALL)
 
 
 def snippets(path: Path = INTEGRATIONS) -> Dict[str, Tuple[str, str]]:

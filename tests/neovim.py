@@ -27,7 +27,7 @@ def _privilege() -> Optional[List[str]]:
 def _apt_get(prefix: List[str], *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     command = [*prefix, "apt-get", "-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT}", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    return subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=900)
 
 
 def ensure_neovim() -> str:
@@ -37,7 +37,9 @@ def ensure_neovim() -> str:
         return found
     prefix = _privilege()
     if shutil.which("apt-get") is None or prefix is None:
-        pytest.skip("Neovim is not installed, and apt-get cannot install it here (no apt-get, or neither root nor passwordless sudo)")
+        pytest.skip(
+            "Neovim is not installed, and apt-get cannot install it here (no apt-get, or neither root nor passwordless sudo)"
+        )
     install = ("install", "-y", "--no-install-recommends", "neovim")
     completed = _apt_get(prefix, *install)
     if completed.returncode != 0:  # a fresh machine has no package lists yet

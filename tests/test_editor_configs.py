@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import List, Union
 
 import pytest
-
 from conftest import ROOT
 from doc_snippets import snippet, snippets
 from neovim import ensure_neovim, isolated_env
@@ -32,8 +31,15 @@ EDITORS = Path(__file__).resolve().parent / "editors"
 def test_every_editor_has_its_snippet_and_the_readme_copies_them_verbatim() -> None:
     documented = snippets()
     assert set(documented) == {
-        "vscode-fix-on-save", "neovim", "neovim-0.11", "neovim-lspconfig", "helix",
-        "emacs-eglot", "sublime", "zed", "pycharm-lsp4ij",
+        "vscode-fix-on-save",
+        "neovim",
+        "neovim-0.11",
+        "neovim-lspconfig",
+        "helix",
+        "emacs-eglot",
+        "sublime",
+        "zed",
+        "pycharm-lsp4ij",
     }
     in_readme = snippets(ROOT / "README.md")
     assert set(in_readme) == {"neovim", "helix", "emacs-eglot", "sublime", "zed", "pycharm-lsp4ij"}
@@ -102,7 +108,7 @@ def read_sexps(text: str) -> List[Sexp]:
 
     while position < len(text):
         match = _TOKEN.match(text, position)
-        assert match, f"cannot read elisp at {text[position:position + 20]!r}"
+        assert match, f"cannot read elisp at {text[position : position + 20]!r}"
         position = match.end()
         if match["open"]:
             stack.append([])
@@ -140,7 +146,11 @@ def test_neovim_registrations(tmp_path: Path, name: str) -> None:
     env.update(TDL_SNIPPET=str(config), TDL_RESULT=str(result))
     completed = subprocess.run(
         [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {EDITORS / 'nvim_config_check.lua'}"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.exists(), completed.stdout + completed.stderr
     recorded = json.loads(result.read_text(encoding="utf-8"))

@@ -45,6 +45,7 @@ def test_neovim_shows_fixes_and_updates_the_diagnostics(tmp_path: Path) -> None:
         [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {EDITORS / 'nvim_driver.lua'}"],
         cwd=project.root,
         env=env,
+        stdin=subprocess.DEVNULL,  # CI has no standard input
         capture_output=True,
         text=True,
         timeout=TIMEOUT_MS / 1000 * 4,

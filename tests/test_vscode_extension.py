@@ -19,14 +19,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 EXTENSION = ROOT / "editors" / "vscode"
 NPM = shutil.which("npm")
 NODE = shutil.which("node")
 
-pytestmark = pytest.mark.skipif(NPM is None or NODE is None, reason="node and npm are needed to test and package the VS Code extension")
+pytestmark = pytest.mark.skipif(
+    NPM is None or NODE is None, reason="node and npm are needed to test and package the VS Code extension"
+)
 
 
 def _npm_cache() -> Path:
@@ -35,7 +36,7 @@ def _npm_cache() -> Path:
 
 
 def _run(*args: str, cwd: Path, env=None, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(list(args), cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ def test_extension_tests_pass(extension: Path) -> None:
     completed = _run(NPM, "test", cwd=extension, env=env, timeout=300)
     report = completed.stdout + completed.stderr
     assert completed.returncode == 0, report
-    counts = {key: int(value) for key, value in re.findall(r"^# (pass|fail|skipped) (\d+)$", report, re.M)}
+    counts = {key: int(value) for key, value in re.findall(r"^# (pass|fail|skipped) (\d+)$", report, re.MULTILINE)}
     assert counts["fail"] == 0 and counts["skipped"] == 0, report
     assert counts["pass"] >= 25, report  # every test file ran
 
