@@ -36,6 +36,11 @@ describe("package.json", () => {
     assert.deepEqual(properties["torchdetLint.profile"].enum, ["", ...PROFILES]);
   });
 
+  it("asks for a VS Code that its language client supports", () => {
+    const client = require("vscode-languageclient/package.json");
+    assert.equal(manifest.engines.vscode, client.engines.vscode);
+  });
+
   it("starts on Python files and runs from its main module", () => {
     assert.deepEqual(manifest.activationEvents, ["onLanguage:python"]);
     assert.equal(manifest.main, "./src/extension.js");
