@@ -56,10 +56,16 @@ async function selectedInterpreter(folder) {
   if (!api) {
     return undefined;
   }
-  const environmentPath = api.environments.getActiveEnvironmentPath(folder ? folder.uri : undefined);
-  const environment = await api.environments.resolveEnvironment(environmentPath);
-  const executable = environment && environment.executable && environment.executable.uri;
-  return executable ? executable.fsPath : undefined;
+  try {
+    const environmentPath = api.environments.getActiveEnvironmentPath(folder ? folder.uri : undefined);
+    const environment = await api.environments.resolveEnvironment(environmentPath);
+    const executable = environment && environment.executable && environment.executable.uri;
+    return executable ? executable.fsPath : undefined;
+  } catch (error) {
+    // A broken environment must not keep the server from starting: PATH is still searched.
+    output.appendLine(`The selected Python environment could not be resolved: ${error}`);
+    return undefined;
+  }
 }
 
 async function notify(message) {
@@ -115,8 +121,16 @@ async function stop() {
 }
 
 function restart() {
-  // Serialised: a settings change during a start waits for it.
-  starting = starting.then(stop).then(start);
+  // Serialised: a settings change during a start waits for it; a failed start
+  // must not block the next restart.
+  starting = starting
+    .catch(() => undefined)
+    .then(stop)
+    .then(start)
+    .catch((error) => {
+      output.appendLine(`Starting torchdet-lint failed: ${error && error.stack ? error.stack : error}`);
+      void notify(`torchdet-lint could not be started: ${error && error.message ? error.message : error}`);
+    });
   return starting;
 }
 

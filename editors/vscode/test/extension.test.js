@@ -92,6 +92,30 @@ describe("activating the extension", posixOnly, () => {
     assert.equal(later.at(-1).running, true);
   });
 
+  it("still searches PATH when the Python extension cannot resolve the selected environment", async () => {
+    const onPath = fakeTool(path.join(root, "path/torchdet-lint"), "0.1.0");
+    const saved = process.env.PATH;
+    process.env.PATH = path.dirname(onPath);
+    try {
+      const { editor } = await activated({ brokenPythonApi: true });
+      assert.deepEqual(editor.errors, []);
+      assert.equal(editor.clients[0].serverOptions.command, onPath);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+
+  it("restarts after a failed start once torchdet-lint is installed", async () => {
+    const later = path.join(root, "later/torchdet-lint");
+    const { editor } = await activated({ settings: { path: [later] } });
+    assert.equal(editor.clients.length, 0);
+    assert.match(editor.errors[0], /none of the executables in torchdetLint\.path exists/);
+    fakeTool(later, "0.1.0"); // the user installs it, then runs "Restart Server"
+    await editor.commands.get("torchdet-lint.restart")();
+    assert.equal(editor.clients.length, 1);
+    assert.equal(editor.clients[0].serverOptions.command, later);
+  });
+
   it("restarts when another Python environment is selected", async () => {
     const { editor } = await activated({ interpreter: python });
     editor.listeners.environment.forEach((listener) => listener({}));

@@ -18,7 +18,7 @@ class Range {
 }
 
 /** A fresh fake editor: `settings` per key of `torchdetLint`, an optional Python extension selection. */
-function createEditor({ settings = {}, interpreter, folder = "/work/project", codeActions = [] } = {}) {
+function createEditor({ settings = {}, interpreter, folder = "/work/project", codeActions = [], brokenPythonApi = false } = {}) {
   const editor = {
     settings: { ...settings },
     errors: [],
@@ -36,12 +36,17 @@ function createEditor({ settings = {}, interpreter, folder = "/work/project", co
     list.push(listener);
     return { dispose() {} };
   };
-  const pythonExtension = interpreter && {
+  const pythonExtension = (interpreter || brokenPythonApi) && {
     isActive: true,
     exports: {
       environments: {
         getActiveEnvironmentPath: () => ({ path: interpreter }),
-        resolveEnvironment: async (environmentPath) => ({ executable: { uri: { fsPath: environmentPath.path } } }),
+        resolveEnvironment: async (environmentPath) => {
+          if (brokenPythonApi) {
+            throw new Error("environment vanished");
+          }
+          return { executable: { uri: { fsPath: environmentPath.path } } };
+        },
         onDidChangeActiveEnvironmentPath: event(editor.listeners.environment),
       },
     },
