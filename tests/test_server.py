@@ -8,7 +8,7 @@ import json
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 import pytest
 from lsprotocol import types
@@ -99,8 +99,11 @@ def workspace_text_edits(edit: types.WorkspaceEdit, uri: str) -> List[types.Text
 class Session:
     """A running server and a client that records published diagnostics."""
 
-    def __init__(self, root: Path, encodings: Optional[List[str]] = None, test_rules: bool = False) -> None:
+    def __init__(
+        self, root: Path, encodings: Optional[List[str]] = None, test_rules: bool = False, server_args: Sequence[str] = ()
+    ) -> None:
         self.root = root
+        self.server_args = list(server_args)
         self.encodings = encodings
         self.test_rules = test_rules
         self.client = LanguageClient("torchdet-lint-tests", "1")
@@ -119,7 +122,7 @@ class Session:
         if self.test_rules:
             await self.client.start_io(sys.executable, "-c", SERVER_WITH_TEST_RULES, cwd=str(self.root))
         else:
-            await self.client.start_io(sys.executable, "-m", "torchdet_lint", "server", cwd=str(self.root))
+            await self.client.start_io(sys.executable, "-m", "torchdet_lint", "server", *self.server_args, cwd=str(self.root))
         capabilities = types.ClientCapabilities(
             general=types.GeneralClientCapabilities(position_encodings=self.encodings) if self.encodings else None,
             workspace=types.WorkspaceClientCapabilities(
@@ -276,6 +279,23 @@ def test_diagnostics_on_open_change_and_save(tmp_path: Path) -> None:
             diagnostics = await session.diagnostics(uri, lambda d: bool(d), after=seen)
             assert codes(diagnostics) == ["TDL301"]
         assert session.returncode == 0
+
+    run(scenario())
+
+
+def test_profile_option_replaces_the_configured_profile(tmp_path: Path) -> None:
+    # What the VS Code extension's `torchdetLint.profile` setting passes: `server --profile`.
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdet-lint]\nprofile = "reproducible"\n', encoding="utf-8")
+    text = f"import numpy as np\nimport torch\n{HAZARD}\nbatch = torch.tensor(np.zeros(3))\n"
+
+    async def published_codes(server_args: Sequence[str]) -> List[str]:
+        async with Session(tmp_path, server_args=server_args) as session:
+            uri = session.open("train.py", text)
+            return codes(await session.diagnostics(uri, lambda d: bool(d)))
+
+    async def scenario() -> None:
+        assert await published_codes([]) == ["TDL301"]
+        assert "TDL401" in await published_codes(["--profile", "performance"])  # torch.tensor(array) copies
 
     run(scenario())
 

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -38,6 +38,7 @@ from torchdet_lint.config import (
     Settings,
     find_config,
     load_config_file,
+    with_overrides,
 )
 from torchdet_lint.diagnostics import (
     PARSE_ERROR_CODE,
@@ -102,11 +103,16 @@ class WorkspaceIndex:
     view of the files that are not open), from the summary index when fresh,
     kept current as files are saved, created or deleted."""
 
-    def __init__(self, root: Path, idle: Optional[threading.Event] = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        idle: Optional[threading.Event] = None,
+        overrides: Callable[[Settings], Settings] = lambda settings: settings,
+    ) -> None:
         self.root = root
         self.idle = idle or threading.Event()  # set while no buffer lint waits: indexing yields to them
         self.ready = False  # the folder's own project is loaded
-        self.workspace = Workspace(root)
+        self.workspace = Workspace(root, overrides=overrides)
         self.projects: Dict[Path, ProjectState] = {}
         self.stale: set = set()  # paths saved while the index was being built
         self.cancelled = threading.Event()  # set at shutdown: stop between two files
@@ -222,7 +228,7 @@ class _Protocol(LanguageServerProtocol):
 
 
 class TorchdetLanguageServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, profile: Optional[str] = None) -> None:
         super().__init__(
             "torchdet-lint",
             __version__,
@@ -232,6 +238,8 @@ class TorchdetLanguageServer(LanguageServer):
         self.buffers: Dict[str, Buffer] = {}
         self.indexes: Dict[Path, WorkspaceIndex] = {}
         self.docs_url: Optional[str] = None  # initializationOptions.ruleDocsUrl, "{code}" replaced
+        # `server --profile`: replaces every configuration's profile, as `check --profile` does.
+        self.overrides: Callable[[Settings], Settings] = lambda settings: with_overrides(settings, profile=profile)
         self._settings_cache: Dict[Path, Tuple[float, Settings]] = {}
         self._pending: Dict[str, "asyncio.Task"] = {}
         self._idle = threading.Event()  # no buffer lint pending: the indexing may go on
@@ -247,11 +255,11 @@ class TorchdetLanguageServer(LanguageServer):
         found = find_config(path.parent)
         if found is None:
             index = self.index_for(path)
-            return Settings(root=index.workspace.root_for(path.parent)[0] if index else path.parent)
+            return self.overrides(Settings(root=index.workspace.root_for(path.parent)[0] if index else path.parent))
         mtime = found.stat().st_mtime
         cached = self._settings_cache.get(found)
         if cached is None or cached[0] != mtime:
-            cached = (mtime, validated(load_config_file(found)))
+            cached = (mtime, self.overrides(validated(load_config_file(found))))
             self._settings_cache[found] = cached
         return cached[1]
 
@@ -268,7 +276,7 @@ class TorchdetLanguageServer(LanguageServer):
         index = self.index_for(path)
         if index is None:
             root = Workspace(path.parent).root_for(path.parent)[0]
-            index = self.indexes[root] = WorkspaceIndex(root, self._idle)
+            index = self.indexes[root] = WorkspaceIndex(root, self._idle, self.overrides)
             asyncio.get_running_loop().create_task(self.build_index(index))
         return index
 
@@ -610,7 +618,7 @@ class TorchdetLanguageServer(LanguageServer):
         """A configuration changed: every project is indexed again with it."""
         for root, index in list(self.indexes.items()):
             index.cancelled.set()
-            fresh = self.indexes[root] = WorkspaceIndex(root, self._idle)
+            fresh = self.indexes[root] = WorkspaceIndex(root, self._idle, self.overrides)
             asyncio.get_running_loop().create_task(self.build_index(fresh))
 
 
@@ -699,8 +707,8 @@ def _comment_fits(text: str, line: int) -> bool:
 # -- the protocol handlers -------------------------------------------------------------------
 
 
-def create_server() -> TorchdetLanguageServer:
-    server = TorchdetLanguageServer()
+def create_server(profile: Optional[str] = None) -> TorchdetLanguageServer:
+    server = TorchdetLanguageServer(profile)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: TorchdetLanguageServer, params: types.InitializeParams) -> None:
@@ -714,7 +722,7 @@ def create_server() -> TorchdetLanguageServer:
             path = to_fs_path(uri)
             if path and os.path.isdir(path):
                 root = Path(path).resolve()
-                ls.indexes[root] = WorkspaceIndex(root, ls._idle)
+                ls.indexes[root] = WorkspaceIndex(root, ls._idle, ls.overrides)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: TorchdetLanguageServer, params: types.InitializedParams) -> None:
@@ -788,6 +796,9 @@ def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(prog="torchdet-lint server", description="Language server over standard input/output.")
     parser.add_argument("--log-file", help="write the server's log here (standard error otherwise)")
     parser.add_argument("--verbose", "-v", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "--profile", choices=("reproducible", "strict", "performance"), help="use this profile whatever the configuration says"
+    )
     args = parser.parse_args(list(argv))
     # Standard output carries the protocol: the log goes to standard error or a file.
     handler = logging.FileHandler(args.log_file, encoding="utf-8") if args.log_file else logging.StreamHandler(sys.stderr)
@@ -796,5 +807,5 @@ def main(argv: Sequence[str] = ()) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s: %(message)s",
     )
-    create_server().start_io()
+    create_server(args.profile).start_io()
     return 0
