@@ -3,7 +3,10 @@ point reaches, and the project-level rules over several modules."""
 
 from __future__ import annotations
 
+import json
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List
 
@@ -224,6 +227,61 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     protected["run.py"] = "import torch\nfrom helpers import deterministic\nfrom ops import up\n\nif __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2))\n"
     assert lint_sources(protected, select=["TDL302"]) == []
     assert lint_sources(unprotected, {"assume-deterministic-mode": True}, select=["TDL302"]) == []
+
+
+BICUBIC_LOSS = "import torch.nn.functional as F\n\n\ndef loss_of(model, x):\n    return F.interpolate(model(x), scale_factor=2, mode=\"bicubic\").mean()\n"
+BICUBIC_TRAIN = (
+    "import torch\n\nfrom losses import loss_of\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+    "    model = torch.nn.Conv2d(3, 3, 3).cuda()\n    for _ in range(3):\n        loss_of(model, torch.randn(2, 3, 8, 8).cuda()).backward()\n"
+)
+
+
+def test_tdl302_offers_no_fix_where_a_reached_operation_raises_under_the_flag(tmp_path: Path) -> None:
+    """RULES.md, "Catalog and evidence": enabling the flag would stop the first backward at the
+    bicubic upsampling (TDL202), so the JSON output has no fix and the message names the operation."""
+    (tmp_path / "pyproject.toml").write_text("[tool.torchdet-lint]\n", encoding="utf-8")
+    (tmp_path / "losses.py").write_text(BICUBIC_LOSS, encoding="utf-8")
+    (tmp_path / "train.py").write_text(BICUBIC_TRAIN, encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-m", "torchdet_lint", "--no-cache", "--output-format", "json", "--select", "TDL302", "train.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    [diagnostic] = json.loads(completed.stdout)
+    assert diagnostic["code"] == "TDL302" and diagnostic["fix"] is None
+    assert diagnostic["message"].endswith(
+        "no fix offered: `F.interpolate` raises under the flag at losses.py:5 (TDL202), so enabling the flag would stop the run there"
+    )
+    # The same upsampling in a bilinear mode (the flag makes it deterministic): the fix is offered.
+    (tmp_path / "losses.py").write_text(BICUBIC_LOSS.replace("bicubic", "bilinear"), encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-m", "torchdet_lint", "--no-cache", "--output-format", "json", "--select", "TDL302", "train.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    [diagnostic] = json.loads(completed.stdout)
+    assert diagnostic["fix"]["applicability"] == "unsafe" and "no fix offered" not in diagnostic["message"]
+
+
+def test_tdl302_reads_the_gradient_question_as_tdl202_does() -> None:
+    """A helper this file calls only under `torch.no_grad()` runs no backward: nothing raises, the fix stays."""
+    helper = "def up(x):\n    return F.interpolate(x, scale_factor=2, mode=\"bicubic\")\n\n\n"
+    main = "if __name__ == \"__main__\":\n    with torch.no_grad():\n        print(up(torch.ones(1, 1, 2, 2).cuda()))\n"
+    source = "import torch\nimport torch.nn.functional as F\n\n\n" + helper + main
+    [diagnostic] = lint_sources({"run.py": source}, select=["TDL302"])
+    assert diagnostic.fix is not None and "no fix offered" not in diagnostic.message
+    [diagnostic] = lint_sources({"run.py": source.replace("    with torch.no_grad():\n        print", "    print")}, select=["TDL302"])
+    assert diagnostic.fix is None and "`F.interpolate` raises under the flag at run.py:6" in diagnostic.message
+
+
+def test_tdl302_withholds_its_fix_for_the_cross_entropy_losses_in_profile_strict_only() -> None:
+    source = (
+        "import torch\nimport torch.nn.functional as F\n\nif __name__ == \"__main__\":\n"
+        "    logits = torch.nn.Conv2d(3, 5, 1).cuda()(torch.ones(1, 3, 4, 4).cuda())\n"
+        "    F.cross_entropy(logits, torch.zeros(1, 4, 4, dtype=torch.long).cuda()).backward()\n"
+    )
+    [default] = lint_sources({"run.py": source}, select=["TDL302"])
+    assert default.fix is not None
+    [strict] = lint_sources({"run.py": source}, {"profile": "strict"}, select=["TDL302"])
+    assert strict.fix is None and "`F.cross_entropy` raises under the flag at run.py:6" in strict.message
 
 
 # -- fixes of the entry-point rules -------------------------------------------------------------------

@@ -156,10 +156,12 @@ class FileContext:
         edits: List[Edit] = []
         for old, new in builder.replacements:
             start, end = self._inclusive_offsets(old)
-            if isinstance(old, cst.Call) and isinstance(new, cst.Call):
+            if isinstance(new, str):
+                content = new
+            elif isinstance(new, cst.Call):
                 content = self.call_text(old, new)
             else:
-                content = new if isinstance(new, str) else call_with_deep_stack(self.module.code_for_node, new)
+                content = self.code_in_place(old, new)
             edits.append(Edit(start, end, content))
         for kind, anchor, text in builder.insertions:
             edits.append(self._insertion(kind, anchor, text))

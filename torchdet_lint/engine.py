@@ -51,8 +51,8 @@ RELEVANT_WORDS = (
 )
 # Sets, for TDL107: a data helper that builds a label map from `set(labels)`
 # often imports none of the words above. `set(`/`set[`/`Set[`, a set
-# comprehension, or a set display of string literals.
-SET_PATTERNS = (r"\bset[(\[]", r"\bSet\[", r"\{[^{}:\n]*\bfor\b[^{}:\n]*\}", r"\{\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,")
+# comprehension (over several lines too), or a set display of string literals.
+SET_PATTERNS = (r"\bset[(\[]", r"\bSet\[", r"\{[^{}:]*\bfor\b[^{}:]*\}", r"\{\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,")
 
 
 @functools.lru_cache(maxsize=1)

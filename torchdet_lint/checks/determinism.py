@@ -4,12 +4,13 @@ enables deterministic mode (a project rule over the module graph).
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, List
 
 from torchdet_lint.checks.insertions import Insertion
 from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_message
 from torchdet_lint.diagnostics import Diagnostic
-from torchdet_lint.model.project import Project
+from torchdet_lint.model.project import Located, Project, Reach
+from torchdet_lint.model.summary import RAISING_ALWAYS, RAISING_STRICT
 from torchdet_lint.rule import FixAvailability, ProjectRule
 
 
@@ -56,6 +57,13 @@ class DeterministicModeNotEnabled(ProjectRule):
     `import torch` when needed. Operations without a
     deterministic implementation then raise on CUDA (see TDL202), and before
     torch 2.10 cuBLAS needs `CUBLAS_WORKSPACE_CONFIG` (TDL303).
+
+    So the fix is withheld where the entry point reaches such an operation
+    (one TDL202 reports in the profile in force, e.g. a bicubic
+    `F.interpolate` in training on CUDA; the 3-d cross-entropy losses in
+    profile `strict`): enabling the flag would stop the run there, at the
+    first backward. The message then names that operation and its location;
+    deal with it first (another mode, the CPU, a `warn_only=True` scope).
 
     "CUDA work" excludes housekeeping that runs no kernel
     (`torch.cuda.synchronize`, `empty_cache`, `memory_allocated`,
@@ -111,10 +119,25 @@ class DeterministicModeNotEnabled(ProjectRule):
                 if cudnn is not None and project.parent_only(entry, "deterministic") is None:
                     message += f"; {cudnn.site.text} at {project.where(cudnn)} runs in the parent only"
                 where = f"at the start of `{entry.spawn.function}`, in the new process"
+            raising = _raising(project, reach)
+            if raising:
+                first = raising[0]
+                more = f" (and {len(raising) - 1} more)" if len(raising) > 1 else ""
+                message += (
+                    f"; no fix offered: {first.site.text} under the flag at {project.where(first)}{more} (TDL202), "
+                    "so enabling the flag would stop the run there"
+                )
             insertion = Insertion(project, entry, ["cuda"])
             fix = None
-            if insertion.valid:
+            if insertion.valid and not raising:
                 torch = insertion.module("torch")
                 if torch is not None:
                     fix = insertion.fix(f"Enable deterministic mode {where}", [f"{torch}.use_deterministic_algorithms(True)"])
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
+
+
+def _raising(project: Project, reach: Reach) -> List[Located]:
+    """The reached operations that raise under the flag, as TDL202 reports them in the profile in force."""
+    profiles = (RAISING_ALWAYS, RAISING_STRICT) if project.settings.profile == "strict" else (RAISING_ALWAYS,)
+    found = [item for profile in profiles for item in reach.raising.get(profile, [])]
+    return sorted(found, key=lambda item: (item.path, item.site.line))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.call_edits import with_keywords
+from torchdet_lint.catalog import RAISES
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
     CONTAINERS,
@@ -42,6 +43,8 @@ from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_SITES,
     MODULE_KEY,
+    RAISING_ALWAYS,
+    RAISING_STRICT,
     REGISTRY_MEMBER,
     ClassSummary,
     DatasetRef,
@@ -55,7 +58,7 @@ from torchdet_lint.model.summary import (
     WorkerFunction,
 )
 from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
-from torchdet_lint.operations import match_operations
+from torchdet_lint.operations import OperationMatch, match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.context import FileContext
@@ -123,6 +126,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.spawn_calls: List[Tuple[cst.Call, Spawn]] = []  # placed in `finish`
         # Enclosing `if` statements: [node, in its else branch]; a seed guarded by one is copied with it.
         self.ifs: List[List[Any]] = []
+        # Raising operations whose gradient question is decided at the end of the file, as TDL202
+        # decides it: (function, call index, the function's identity, as found, as without a gradient).
+        self.raising_undecided: List[Tuple[FunctionSummary, int, Any, Optional[OperationMatch], Optional[OperationMatch]]] = []
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -487,10 +493,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             elif qualified in BENCHMARK_SETTINGS and find_arg(node, "benchmark") is not None:
                 function.add_cover("cudnn-benchmark", site(f"`{_spelling(func)}(benchmark=...)`"))
         # catalog operations (TDL302), from the ops family when it is installed
-        if self.context.imports_torch and len(function.ops) < MAX_SITES:
-            for match in match_operations(self.context, node):
-                function.ops.append(site(f"`{match.name}`"))
-                break
+        if self.context.imports_torch:
+            if len(function.ops) < MAX_SITES:
+                for match in match_operations(self.context, node):
+                    function.ops.append(site(f"`{match.name}`"))
+                    break
+            self._raising(node, function, index)
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
         if (qualified in DATA_LOADING or is_dataloader(qualified)) and len(function.loading) < MAX_SITES:
             function.loading.append(site(f"`{_spelling(func)}(...)`"))
@@ -598,6 +606,41 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         self.function.add_cover(COVER_EXPLICIT, self._site(f"`{setting.env}=1`", kind))
 
+    # -- TDL302: operations that raise under the flag ------------------------------------------
+    def _raising_match(self, node: cst.Call, assume_no_grad: bool) -> Optional[OperationMatch]:
+        """The operation TDL202 would report for this call (in some profile), as TDL202 picks it."""
+        raising = [m for m in match_operations(self.context, node, assume_no_grad=assume_no_grad) if m.behavior == RAISES]
+        if not raising:
+            return None
+        return max(raising, key=lambda m: (not m.strict_only, m.certain))
+
+    def _raising(self, node: cst.Call, function: FunctionSummary, index: int) -> None:
+        """Record an operation that raises under the flag, with TDL202's reading of whether a
+        gradient flows (RULES.md: TDL302's fix is withheld where such an operation is reached)."""
+        found = self._raising_match(node, False)
+        if found is None:
+            return
+        scopes = self.context.scopes
+        identity = scopes.function_identity
+        if identity is not None and not scopes.grad_disabled:
+            without_grad = self._raising_match(node, True)
+            if without_grad != found:
+                self.raising_undecided.append((function, index, identity, found, without_grad))
+                return
+        self._add_raising(function, index, found)
+
+    def _add_raising(self, function: FunctionSummary, index: int, match: OperationMatch) -> None:
+        verb = "raises" if match.certain else "may raise"
+        site = self._located(Site(0, f"`{match.name}` {verb}"), "call", index)
+        function.add_raising(RAISING_STRICT if match.strict_only else RAISING_ALWAYS, site)
+
+    def _decide_raising(self) -> None:
+        for function, index, identity, found, without_grad in self.raising_undecided:
+            chosen = without_grad if self.context.scopes.only_called_without_grad(identity) else found
+            if chosen is not None:
+                self._add_raising(function, index, chosen)
+        self.raising_undecided = []
+
     def _cuda(self, function: FunctionSummary, site: Site) -> None:
         if len(function.cuda) < MAX_SITES:
             function.cuda.append(site)
@@ -657,6 +700,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     # -- the end: offsets the project fixes need ------------------------------------------------------
     def finish(self) -> None:
+        self._decide_raising()
         summary = self.summary
         summary.imports = list(self.resolver.imported_modules)
         summary.exports = {name: value for name, value in self.resolver.module_final.items() if value is not None}

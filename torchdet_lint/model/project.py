@@ -50,6 +50,7 @@ class Reach:
     covers: Dict[str, Located] = field(default_factory=dict)
     cuda: List[Located] = field(default_factory=list)
     ops: List[Located] = field(default_factory=list)
+    raising: Dict[str, List[Located]] = field(default_factory=dict)  # operations that raise under the flag, by profile
     loading: List[Located] = field(default_factory=list)  # DataLoaders, random samplers and splits
     spawns: List[Tuple[str, Spawn]] = field(default_factory=list)  # (file, process start): the processes it starts
 
@@ -61,6 +62,8 @@ class Reach:
             self.covers.setdefault(kind, site)
         _extend(self.cuda, other.cuda)
         _extend(self.ops, other.ops)
+        for profile, sites in other.raising.items():
+            _extend(self.raising.setdefault(profile, []), sites)
         _extend(self.loading, other.loading)
         for spawn in other.spawns:
             if spawn not in self.spawns:
@@ -389,6 +392,7 @@ class Project:
             own.covers[kind] = Located(display, site)
         own.cuda = [Located(display, s) for s in function.cuda]
         own.ops = [Located(display, s) for s in function.ops]
+        own.raising = {profile: [Located(display, s) for s in sites] for profile, sites in function.raising.items()}
         own.loading = [Located(display, s) for s in function.loading]
         own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(display, spawn)]
         return own

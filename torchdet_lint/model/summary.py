@@ -16,6 +16,8 @@ MAIN_KEY = "<main>"  # the `if __name__ == "__main__":` block
 LAMBDA_KEY = "<lambda>"  # lambdas stored for later: reached by nothing
 REGISTRY_MEMBER = "[]"  # a call target suffix: "a member of this registry is called" (`MODELS[name](...)`)
 RNG_KINDS = ("torch", "random", "numpy")
+RAISING_ALWAYS = "any"  # FunctionSummary.raising: reported by TDL202 in every profile
+RAISING_STRICT = "strict"  # in profile strict only
 MAX_SITES = 5  # sites kept per function and kind: enough for messages, small to pickle
 
 
@@ -64,6 +66,9 @@ class FunctionSummary:
     covers: Dict[str, Site] = field(default_factory=dict)  # torch/random/numpy/deterministic/cudnn/cuda -> first site
     cuda: List[Site] = field(default_factory=list)
     ops: List[Site] = field(default_factory=list)
+    # Operations that raise under the flag (TDL202), by the profile from which TDL202 reports
+    # them (`RAISING_ALWAYS`, or `RAISING_STRICT` for the losses reported in profile strict only).
+    raising: Dict[str, List[Site]] = field(default_factory=dict)
     loading: List[Site] = field(default_factory=list)  # DataLoaders, random samplers and splits built here
     spawns: List[Spawn] = field(default_factory=list)  # functions started in new processes from here
 
@@ -83,6 +88,11 @@ class FunctionSummary:
 
     def add_cover(self, kind: str, site: Site) -> None:
         self.covers.setdefault(kind, site)
+
+    def add_raising(self, profile: str, site: Site) -> None:
+        sites = self.raising.setdefault(profile, [])
+        if len(sites) < MAX_SITES:
+            sites.append(site)
 
 
 @dataclass

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchdet_lint.call_edits import wrapped_in
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import dotted_name
 from torchdet_lint.rule import FixAvailability, Rule, last_names
@@ -232,7 +233,6 @@ class UnorderedFileListing(Rule):
                 continue
             fix = None
             if id(node) not in self.no_fix:
-                code = self.context.module.code_for_node(node)
-                text = f"sorted({code}, key=lambda entry: entry.name)" if entries else f"sorted({code})"
-                fix = FixBuilder("Wrap the listing in `sorted(...)`", Applicability.SAFE).replace(node, text)
+                keywords = [("key", cst.parse_expression("lambda entry: entry.name"))] if entries else []
+                fix = FixBuilder("Wrap the listing in `sorted(...)`", Applicability.SAFE).replace(node, wrapped_in("sorted", node, keywords))
             self.report(node, f"`{name}(...)` lists files in file-system order, which differs between machines: wrap it in `sorted(...)`", fix)

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchdet_lint.call_edits import wrapped_in
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import _BUILTIN_NAMES, canonical, dotted_name
 from torchdet_lint.rule import FixAvailability, Rule
@@ -1461,9 +1462,8 @@ class UnorderedSetIteration(Rule):
             fix = None
             if id(node) not in self.no_fix:
                 bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node
-                code = self.context.module.code_for_node(bare)
                 applicability = Applicability.SAFE if all_str else Applicability.UNSAFE
-                fix = FixBuilder("Wrap the set in `sorted(...)`", applicability).replace(node, f"sorted({code})")
+                fix = FixBuilder("Wrap the set in `sorted(...)`", applicability).replace(node, wrapped_in("sorted", bare))
             if some_str:
                 message = (
                     "a set of strings is put in an order that follows string hashes, which change with every run "

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchdet_lint.call_edits import with_first_argument
 from torchdet_lint.diagnostics import Applicability, FixBuilder
 from torchdet_lint.names import arg_value, dotted_name, literal
 from torchdet_lint.rule import FixAvailability, Rule, last_names
@@ -133,19 +134,13 @@ class UnseededRngObject(Rule):
             seed = str(self.context.settings.seed)
             builder = FixBuilder(f"Seed it with config `seed` ({seed})", Applicability.UNSAFE)
         if qualified == "torch.Generator":
-            return builder.replace(node, f"{self.context.module.code_for_node(node)}.manual_seed({seed})")
+            seeded = cst.Call(func=cst.Attribute(value=node, attr=cst.Name("manual_seed")), args=[cst.Arg(cst.parse_expression(seed))])
+            return builder.replace(node, seeded)
         explicit_none = next((a for a in node.args if a.keyword is None), None) or next(
             (a for a in node.args if a.keyword is not None and a.keyword.value == SEED_KEYWORDS[qualified]), None
         )
         if explicit_none is not None:
             return builder.replace(explicit_none.value, seed)
-        return builder.replace(node, _with_first(node, seed, self.context.module))
+        return builder.replace(node, with_first_argument(node, cst.parse_expression(seed), self.context.module.default_indent))
 
 
-def _with_first(call: cst.Call, seed: str, module: cst.Module) -> str:
-    value = cst.parse_expression(seed)
-    if not call.args:
-        return module.code_for_node(call.with_changes(args=[cst.Arg(value=value)]))
-    return module.code_for_node(
-        call.with_changes(args=[cst.Arg(value=value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *call.args])
-    )
