@@ -118,8 +118,6 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.module_rng_names: Set[str] = set()
         self.nested: Dict[str, Dict[str, str]] = {}  # function key -> its nested functions' keys
         self.running_lambdas: Set[int] = set()
-        # ids of the arguments of device queries: `get_device_properties(torch.device("cuda"))` runs no kernel.
-        self.query_arguments: Set[int] = set()
         self.spawn_calls: List[Tuple[cst.Call, Spawn]] = []  # placed in `finish`
         # Enclosing `if` statements: [node, in its else branch]; a seed guarded by one is copied with it.
         self.ifs: List[List[Any]] = []
@@ -423,8 +421,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     function.add_call(reference, seen)
                 elif reference and stores_nothing and (reference.startswith(".") or reference.split(".", 1)[0] in self.context.first_party):
                     function.add_reference(reference)
-            if arg.keyword is not None and arg.keyword.value == "device" and mentions_cuda(value):
-                self._cuda(function, site("`device=\"cuda\"`"))
+            if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):
+                self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
         for instance_call in self._instance_calls(func):
             function.add_call(instance_call, seen)
         # RNG draws
@@ -471,15 +469,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # CUDA work
         if attribute == "cuda" and qualified is None:
             self._cuda(function, site(f"`{_spelling(func)}()`"))
-        elif attribute == "to" and any(mentions_cuda(arg.value) for arg in node.args if arg.keyword is None):
-            self._cuda(function, site("`.to(\"cuda\")`"))
-        elif qualified is not None and qualified.startswith("torch.cuda."):
-            if is_cuda_work(qualified):
-                self._cuda(function, site(f"`{_spelling(func)}(...)`"))
-            else:
-                self.query_arguments.update(id(arg.value) for arg in node.args)
-        elif qualified == "torch.device" and id(node) not in self.query_arguments and mentions_cuda(arg_value(node, "type", 0)):
-            self._cuda(function, site("`torch.device(\"cuda\")`"))
+        elif attribute == "to" and qualified is None:
+            device = next((arg.value for arg in node.args if arg.keyword is None and self._cuda_device(arg.value)), None)
+            if device is not None:
+                self._cuda(function, site(f"`.to({_short(self.context.module.code_for_node(device))})`"))
+        elif qualified is not None and qualified.startswith("torch.cuda.") and is_cuda_work(qualified):
+            self._cuda(function, site(f"`{_spelling(func)}(...)`"))
         # convolutions and explicit cuDNN benchmark choices (TDL406)
         if qualified is not None:
             if CONVOLUTION_RE.match(qualified):
@@ -597,6 +592,30 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if any(m == "torch" or m.startswith("torch.") for m in self.resolver.imported_modules):
             return
         self.function.add_cover(COVER_EXPLICIT, self._site(f"`{setting.env}=1`", kind))
+
+    def _cuda_device(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A device that is CUDA: a string naming it (also in `"cuda" if ... else "cpu"`), a
+        `torch.device(...)` of one, or a name, `self.<attr>` or attribute chain bound to one in
+        this function (or, for a name, at module level). A `torch.device` object alone runs
+        nothing (RULES.md, "Catalog and evidence"): what uses it is the work."""
+        if mentions_cuda(node):
+            return True
+        if depth > 3:
+            return False
+        kind = type(node)
+        if kind is cst.Call:
+            return self.context.call_name(node) == "torch.device" and any(
+                self._cuda_device(value, depth + 1) for value in (arg_value(node, "type", 0),) if value is not None
+            )
+        if kind is cst.IfExp:
+            return self._cuda_device(node.body, depth + 1) or self._cuda_device(node.orelse, depth + 1)
+        if kind is cst.Name:
+            values = self.context.scopes.values(node.value, module_too=True)
+        elif kind is cst.Attribute:
+            values = self.context.scopes.expression_values(node)
+        else:
+            return False
+        return any(value is not None and self._cuda_device(value, depth + 1) for value in values)
 
     def _cuda(self, function: FunctionSummary, site: Site) -> None:
         if len(function.cuda) < MAX_SITES:
@@ -827,6 +846,12 @@ def _spelling(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Subscript) and dotted_name(func.value) is not None:
         return f"{dotted_name(func.value)}[...]"
     return "call"
+
+
+def _short(code: str) -> str:
+    """An argument as written, for a message: one line, at most 40 characters."""
+    code = " ".join(code.split())
+    return code if len(code) <= 40 else code[:37] + "..."
 
 
 def _seeded_generator(call: cst.Call) -> bool:
