@@ -16,7 +16,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.names import NameResolver, dotted_name, literal, remember_keyword_dict
+from torchdet_lint.names import NameResolver, dotted_name, find_arg, literal, remember_keyword_dict
 
 NO_GRAD_CONTEXTS = frozenset(
     {
@@ -43,7 +43,22 @@ _FACTORIES = frozenset(
     ).split()
 )
 _NEUTRAL_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "flatten"})
+# Readers of saved tensors -> (the device argument: keyword, position; whether its default is the
+# CPU). `torch.load` keeps the saved device unless `map_location` says otherwise; safetensors'
+# `load_file` loads on the CPU unless `device=` says otherwise.
+_LOADERS = {
+    "torch.load": ("map_location", 1, False),
+    "torch.hub.load_state_dict_from_url": ("map_location", 2, False),
+    "torch.utils.model_zoo.load_url": ("map_location", 2, False),
+    "safetensors.torch.load_file": ("device", 1, True),
+}
+# Reading a dict's item by method (`checkpoint.get("model")`): the item is where the dict's tensors are.
+_DICT_READS = frozenset({"get", "pop"})
 MAX_DEPTH = 6
+# A tensor is followed through this many names, calls and subscripts (a checkpoint's item, reshaped
+# and permuted over a few statements, is a dozen steps from its `torch.load`); only for the
+# arguments of the calls the catalog matches.
+MAX_TENSOR_DEPTH = 16
 
 
 @dataclass
@@ -178,28 +193,41 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return bool(values) and all(v is not None and self.known_non_tensor(v, depth + 1) for v in values)
         return False
 
-    def tensor_state(self, node: Optional[cst.BaseExpression], depth: int = 0) -> TensorState:
+    def tensor_state(self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None) -> TensorState:
         """What a tensor expression visibly is: `torch.from_numpy(...)`, `.numpy()`-derived and
         `torch.tensor(...)` / `torch.as_tensor(...)` without `device=` or `requires_grad=True` are
         CPU tensors without gradient; `.detach()` drops the gradient, `.cpu()` moves to the CPU,
-        `.cuda()` / `.to(...)` move away from it. Names are followed through the function's bindings.
+        `.cuda()` / `.to(...)` move away from it. What `torch.load(..., map_location="cpu")` reads
+        (and the items of the dicts it returns) is on the CPU; indexing and the shape and dtype
+        methods (`.float()`, `.view`, `.permute`, ...) keep a tensor's device. Names are followed
+        through the function's bindings (`x = x.float()` reads the `x` bound before it).
         In the branch of a device test (`if not x.is_cuda:`), `x` is on the CPU."""
-        if node is None or depth > MAX_DEPTH:
+        if node is None or depth > MAX_TENSOR_DEPTH:
             return TensorState()
         if self.cpu_blocks and depth == 0 and type(node) in (cst.Name, cst.Attribute):
             name = dotted_name(node)
             if name is not None and any(name in names for _, names in self.cpu_blocks):
                 return TensorState(self.tensor_state(node, 1).no_grad, True)
-        if isinstance(node, cst.Name):
+        kind = type(node)
+        if kind is cst.Name:
             values = self.values(node.value)
+            if before is not None and node.value in before:
+                values = values[: before[node.value]]
             if not values or values[-1] is None:
                 return TensorState()
-            return self.tensor_state(values[-1], depth + 1)
-        if not isinstance(node, cst.Call):
+            # The value's own mentions of the name are its earlier bindings (`x = x.float()`).
+            return self.tensor_state(values[-1], depth + 1, {**(before or {}), node.value: len(values) - 1})
+        if kind is cst.Subscript:
+            return self.tensor_state(node.value, depth + 1, before)
+        if kind is not cst.Call:
             return TensorState()
         qualified = self.resolver.qualified_name(node.func)
         if qualified == "torch.from_numpy":
             return TensorState(True, True)
+        if qualified in _LOADERS:
+            keyword, position, default_cpu = _LOADERS[qualified]
+            location = find_arg(node, keyword, position)
+            return TensorState(False, default_cpu if location is None else _cpu_location(location.value, self.resolver))
         if qualified in _FACTORIES:
             keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
             if "device" in keywords:
@@ -210,7 +238,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return TensorState(no_grad, on_cpu)
         if isinstance(node.func, cst.Attribute) and qualified is None:
             method = node.func.attr.value
-            inner = self.tensor_state(node.func.value, depth + 1)
+            inner = self.tensor_state(node.func.value, depth + 1, before)
             if method == "numpy":
                 return TensorState(True, True)
             if method == "detach":
@@ -221,6 +249,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return TensorState(inner.no_grad, method == "to" and _moves_to_cpu(node))
             if method in _NEUTRAL_METHODS:
                 return inner
+            if method in _DICT_READS:
+                return TensorState(False, inner.cpu)  # a tensor of a state dict read from the CPU
         return TensorState()
 
     def keyword_dict(self, name: str) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
@@ -466,6 +496,23 @@ def cpu_guard(test: cst.BaseExpression) -> Tuple[FrozenSet[str], FrozenSet[str]]
                 cpu_when_equal = not cpu_when_equal
             return (frozenset({name}), frozenset()) if cpu_when_equal else (frozenset(), frozenset({name}))
     return frozenset(), frozenset()
+
+
+def _cpu_location(value: cst.BaseExpression, resolver: NameResolver) -> bool:
+    """A `map_location` that puts every tensor on the CPU: `"cpu"`, `torch.device("cpu")`, a
+    function that returns its storage argument (`lambda storage, loc: storage`), a dict mapping
+    every device to the CPU."""
+    text = literal(value)
+    if isinstance(text, str):
+        return text.startswith("cpu")
+    if isinstance(value, cst.Call) and resolver.qualified_name(value.func) == "torch.device":
+        return bool(value.args) and isinstance(literal(value.args[0].value), str) and literal(value.args[0].value).startswith("cpu")
+    if isinstance(value, cst.Lambda):
+        params = value.params.params
+        return bool(params) and isinstance(value.body, cst.Name) and value.body.value == params[0].name.value
+    if isinstance(value, cst.Dict) and value.elements:
+        return all(isinstance(e, cst.DictElement) and isinstance(literal(e.value), str) and literal(e.value).startswith("cpu") for e in value.elements)
+    return False
 
 
 def _moves_to_cpu(call: cst.Call) -> bool:

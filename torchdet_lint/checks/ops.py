@@ -401,6 +401,20 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     a non-torch class or a NumPy call, or annotated with another type) is
     not matched.
 
+    CPU tensors (RULES.md, "Catalog and evidence"): what
+    `torch.load(..., map_location="cpu")` reads (also with
+    `torch.device("cpu")`, `lambda storage, loc: storage` or a dict mapping
+    every device to `"cpu"`; `torch.hub.load_state_dict_from_url` alike;
+    safetensors' `load_file` without `device=`) is on the CPU, and so are
+    the items of the dicts and state dicts read from it (`ckpt["model"]`,
+    `.get(...)`). Indexing, `.float()`, `.double()`, `.half()`, `.view`,
+    `.reshape`, `.permute`, `.unsqueeze`, `.contiguous`, `.clone` and
+    `.detach` keep a tensor's device, also when the name is rebound
+    (`x = x.reshape(...)`): resizing a checkpoint's position embedding with
+    bicubic `F.interpolate` while loading weights is not reported. A
+    checkpoint handed to another function as a parameter is not followed
+    there (MAE's `interpolate_pos_embed(model, checkpoint_model)`).
+
     ## Known problems
     Static analysis does not know the device, dtype, rank or whether a
     backward pass runs beyond what is visible in the function: an unknown
