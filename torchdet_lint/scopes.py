@@ -102,6 +102,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.cpu_blocks: List[Tuple[int, FrozenSet[str]]] = []
         self._guarded_blocks: Dict[int, FrozenSet[str]] = {}
         self._with_values: Dict[int, cst.Call] = {}  # `with <call> as name`: the call, until `name` is bound
+        # Calls bound to a name or `self.<attr>` (`emb = nn.Embedding(...)`): id -> how the file calls the object.
+        self.bound_calls: Dict[int, Tuple[Optional[str], str]] = {}
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -376,6 +378,20 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.frames.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `emb = nn.Embedding(...)`, `self.emb = ...`: the binding is no use of the object; calls of
+        # it are recorded as for functions (`only_called_without_grad`).
+        if len(node.targets) == 1 and type(node.value) is cst.Call:
+            target = node.targets[0].target
+            if type(target) is cst.Name:
+                identity: Tuple[Optional[str], str] = (None, target.value)
+            elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+                identity = ("self", target.attr.value)
+            else:
+                return
+            self._callee_nodes.add(id(target))
+            self.bound_calls[id(node.value)] = identity
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         for target in original_node.targets:

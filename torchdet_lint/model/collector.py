@@ -55,7 +55,7 @@ from torchdet_lint.model.summary import (
     WorkerFunction,
 )
 from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
-from torchdet_lint.operations import match_operations
+from torchdet_lint.operations import backward_only_module, match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.context import FileContext
@@ -119,6 +119,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.nested: Dict[str, Dict[str, str]] = {}  # function key -> its nested functions' keys
         self.running_lambdas: Set[int] = set()
         self.spawn_calls: List[Tuple[cst.Call, Spawn]] = []  # placed in `finish`
+        # Modules whose catalog condition needs a backward pass, bound to a name: (where, site, binding).
+        self.bound_modules: List[Tuple[FunctionSummary, Site, Tuple[Optional[str], str]]] = []
         # Enclosing `if` statements: [node, in its else branch]; a seed guarded by one is copied with it.
         self.ifs: List[List[Any]] = []
 
@@ -484,7 +486,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # catalog operations (TDL302), from the ops family when it is installed
         if self.context.imports_torch and len(function.ops) < MAX_SITES:
             for match in match_operations(self.context, node):
-                function.ops.append(site(f"`{match.name}`"))
+                identity = self.context.scopes.bound_calls.get(id(node))
+                if identity is not None and backward_only_module(self.context, node):
+                    # Counted at the end, unless every call of the module is without gradient.
+                    self.bound_modules.append((function, site(f"`{match.name}`"), identity))
+                else:
+                    function.ops.append(site(f"`{match.name}`"))
                 break
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
         if (qualified in DATA_LOADING or is_dataloader(qualified)) and len(function.loading) < MAX_SITES:
@@ -677,6 +684,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     # -- the end: offsets the project fixes need ------------------------------------------------------
     def finish(self) -> None:
         summary = self.summary
+        for function, site, identity in self.bound_modules:
+            if len(function.ops) < MAX_SITES and not self.context.scopes.only_called_without_grad(identity):
+                function.ops.append(site)
         summary.imports = list(self.resolver.imported_modules)
         summary.exports = {name: value for name, value in self.resolver.module_final.items() if value is not None}
         needs_anchors = (
