@@ -19,6 +19,10 @@ SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
 # Diagnostic.extra key: cover kinds of the summaries (a list) any of which, in every
 # entry point that reaches the finding, silences it (TDL306; the project phase drops it).
 SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
+# Diagnostic.extra key (TDL105): the sampler leaves its file, "loader" (handed to a DataLoader) or
+# "escapes" (passed on, returned, stored); a `.set_epoch(` elsewhere in the project on a loader's
+# `.sampler` (any receiver for "escapes") silences it (the project phase drops it).
+SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
 
 
 class Applicability(str, enum.Enum):

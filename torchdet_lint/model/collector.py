@@ -398,6 +398,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
         # Exact type tests in this hot path (LibCST's classes are ABCs: a failing isinstance() is slow).
         attribute = func.attr.value if type(func) is cst.Attribute else None
+        if attribute == "set_epoch":
+            receiver = dotted_name(func.value)
+            if receiver is not None and receiver not in self.summary.set_epoch:
+                self.summary.set_epoch.append(receiver)
         runs_arguments = qualified in RUNNERS or attribute in RUNNER_METHODS
         if runs_arguments or qualified in LAMBDA_CALLERS or attribute == "sort":
             self.running_lambdas.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
