@@ -68,6 +68,7 @@ class _Frame:
     annotations: Dict[str, cst.BaseExpression] = field(default_factory=dict)
     grad_off: bool = False
     class_index: Optional[int] = None  # a method: the index of its class in `ScopeTracker.classes`
+    counters: Set[str] = field(default_factory=set)  # loop targets that count: `for i in range(...)`, enumerate's index
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,11 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         """The value last bound to `name` (None: unknown, or bound in a way not followed)."""
         found = self.values(name, module_too)
         return found[-1] if found else None
+
+    def is_counter(self, name: str) -> bool:
+        """A name bound only as a loop counter (`for step in range(n)`, `for i, x in enumerate(xs)`):
+        an int."""
+        return name in self._function.counters and all(value is None for value in self.values(name))
 
     def annotation(self, name: str) -> Optional[cst.BaseExpression]:
         return self._function.annotations.get(name)
@@ -412,6 +418,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target, None)
+        counter = _counter_target(node.target, node.iter, self.resolver)
+        if counter is not None:
+            self._function.counters.add(counter)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, None)
@@ -512,6 +521,18 @@ def cpu_guard(test: cst.BaseExpression) -> Tuple[FrozenSet[str], FrozenSet[str]]
                 cpu_when_equal = not cpu_when_equal
             return (frozenset({name}), frozenset()) if cpu_when_equal else (frozenset(), frozenset({name}))
     return frozenset(), frozenset()
+
+
+def _counter_target(target: cst.BaseExpression, iterable: cst.BaseExpression, resolver: NameResolver) -> Optional[str]:
+    """The name a `for` loop binds to an int: the target of `range(...)`, enumerate's index."""
+    if not isinstance(iterable, cst.Call):
+        return None
+    name = resolver.qualified_name(iterable.func)
+    if name == "builtins.range" and isinstance(target, cst.Name):
+        return target.value
+    if name == "builtins.enumerate" and isinstance(target, cst.Tuple) and target.elements and isinstance(target.elements[0].value, cst.Name):
+        return target.elements[0].value.value
+    return None
 
 
 def _cpu_location(value: cst.BaseExpression, resolver: NameResolver) -> bool:
