@@ -23,6 +23,9 @@ SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
 # "escapes" (passed on, returned, stored); a `.set_epoch(` elsewhere in the project on a loader's
 # `.sampler` (any receiver for "escapes") silences it (the project phase drops it).
 SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
+# Diagnostic.extra key (TDL005): the first-party constructors the RNG object is handed to, as
+# (call target, keyword, position); one that seeds that parameter itself silences it.
+SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
 
 
 class Applicability(str, enum.Enum):

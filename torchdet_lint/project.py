@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.checks import project_rule_classes
-from torchdet_lint.diagnostics import SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SET_EPOCH, Diagnostic
+from torchdet_lint.diagnostics import SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SEEDING_CONSTRUCTOR, SILENCED_BY_SET_EPOCH, Diagnostic
 from torchdet_lint.engine import FileResult, RunOptions
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
@@ -72,7 +72,8 @@ def project_phase(
     has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in r.diagnostics)
     has_reach_findings = any(d.extra.get(SILENCED_BY_REACHED_COVERS) for r in results for d in r.diagnostics)
     has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in r.diagnostics)
-    if not rules and not has_flag_findings and not has_reach_findings and not has_epoch_findings:
+    has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
+    if not rules and not has_flag_findings and not has_reach_findings and not has_epoch_findings and not has_handed_rngs:
         return [], None
     project = build_project(results, files, options, context)
     if has_flag_findings and project.deterministic_mode_enabled():
@@ -84,6 +85,15 @@ def project_phase(
     if has_epoch_findings:
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not _epoch_set_elsewhere(project, d)]
+    if has_handed_rngs:
+        # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
+        # constructor that seeds it itself, the object is seeded.
+        for result in results:
+            result.diagnostics = [
+                d
+                for d in result.diagnostics
+                if not any(project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ())
+            ]
     by_path: Dict[str, List[Diagnostic]] = {}
     for rule in rules:
         for diagnostic in rule.check(project):

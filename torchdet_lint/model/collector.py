@@ -262,6 +262,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             key = f"{class_name}.{name}" if class_name else name
             if class_name:
                 self.summary.classes[class_name].methods.append(name)
+                if name == "__init__":
+                    params = node.params
+                    self.summary.classes[class_name].init_parameters = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
             else:
                 self.summary.signatures[name] = _signature(node)
                 self.function_nodes[name] = node
@@ -338,6 +341,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                             value=value, slice=[cst.SubscriptElement(cst.Index(cst.Integer(str(index))))]
                         )
         self._record_rng_assignment(node)
+        if type(value) is cst.Name and self.keys[-1][1] in self.summary.classes and self.key.endswith(".__init__"):
+            owner = self.summary.classes[self.keys[-1][1]]
+            for target in node.targets:
+                attribute = target.target
+                if type(attribute) is cst.Attribute and type(attribute.value) is cst.Name and attribute.value.value == "self":
+                    if value.value in owner.init_parameters:
+                        owner.attribute_parameters[attribute.attr.value] = value.value
         for target in node.targets:
             name = self.context.qualified_name(target.target)
             if name == "torch.backends.cudnn.deterministic" and literal(value) is True:
@@ -350,6 +360,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 element = target.target.slice[0].slice if len(target.target.slice) == 1 else None
                 if type(element) is cst.Index:
                     self._inductor_variable(literal(element.value), value, "assign")
+
+    def _seeded_in_class(self, summary: ClassSummary, receiver: cst.BaseExpression) -> None:
+        """`self.g.manual_seed(...)` or `g.manual_seed(...)` in a method: what the class seeds itself."""
+        if type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
+            if receiver.attr.value not in summary.seeded_attributes:
+                summary.seeded_attributes.append(receiver.attr.value)
+        elif type(receiver) is cst.Name and self.key.endswith(".__init__") and receiver.value in summary.init_parameters:
+            if receiver.value not in summary.seeded_parameters:
+                summary.seeded_parameters.append(receiver.value)
 
     def _registry(self, node: cst.Assign) -> None:
         """`MODELS = {"small": Small, "large": Large}`: the functions or classes one may pick."""
@@ -398,6 +417,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
         # Exact type tests in this hot path (LibCST's classes are ABCs: a failing isinstance() is slow).
         attribute = func.attr.value if type(func) is cst.Attribute else None
+        if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
+            self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
         if attribute == "set_epoch":
             receiver = dotted_name(func.value)
             if receiver is not None and receiver not in self.summary.set_epoch:

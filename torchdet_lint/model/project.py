@@ -311,6 +311,27 @@ class Project:
             return self.class_node(display_, summary.exports[head], depth + 1)
         return None
 
+    def seeds_argument(self, display: str, target: str, keyword: Optional[str], position: Optional[int]) -> bool:
+        """Whether a first-party class seeds the object handed to its constructor as `keyword=`
+        (or at `position`): it calls `.manual_seed`/`.seed` on that parameter in `__init__`, or on
+        the attribute `__init__` stores it in, in any method of the class or its bases."""
+        found = self.class_node(display, target)
+        if found is None:
+            return False
+        cls = self.summaries[found[0]].classes[found[1]]
+        parameters = cls.init_parameters[1:]  # after `self`
+        name = keyword if keyword in parameters else parameters[position] if position is not None and position < len(parameters) else None
+        if name is None:
+            return False
+        if name in cls.seeded_parameters:
+            return True
+        attributes = {attribute for attribute, parameter in cls.attribute_parameters.items() if parameter == name}
+        return any(
+            attribute in self.summaries[file].classes[base].seeded_attributes
+            for file, base in self.base_classes(found[0], found[1], set())
+            for attribute in attributes
+        )
+
     def base_classes(self, display: str, name: str, seen: Set[Tuple[str, str]]) -> List[Tuple[str, str]]:
         """The class and its first-party bases, nearest first."""
         if (display, name) in seen:

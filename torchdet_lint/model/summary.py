@@ -102,6 +102,12 @@ class ClassSummary:
     methods: List[str] = field(default_factory=list)
     rng_attributes: List[RngAttribute] = field(default_factory=list)  # class body and __init__
     global_draws: List[Site] = field(default_factory=list)  # legacy NumPy global RNG in any method
+    # TDL005: the `__init__` parameters (in order) and those the class seeds itself
+    # (`param.manual_seed(...)`, or `self.g = param` and `self.g.manual_seed(...)` in any method).
+    init_parameters: List[str] = field(default_factory=list)
+    seeded_parameters: List[str] = field(default_factory=list)
+    attribute_parameters: Dict[str, str] = field(default_factory=dict)  # `self.<attr> = <param>` in __init__
+    seeded_attributes: List[str] = field(default_factory=list)
 
 
 @dataclass
