@@ -469,6 +469,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 sites = self.summary.classes[class_name].global_draws
                 if len(sites) < MAX_SITES:
                     sites.append(site(f"`{_spelling(func)}(...)`"))
+        if not function.does_more and not _seeding_body_call(qualified, attribute, self.facts, self.config_helpers):
+            function.does_more = True
         # seeding and determinism
         if qualified is not None:
             helper = self.facts.helpers.get(qualified)
@@ -881,6 +883,28 @@ def _spelling(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Subscript) and dotted_name(func.value) is not None:
         return f"{dotted_name(func.value)}[...]"
     return "call"
+
+
+# What a seeding helper's body may call besides seeding: flag settings, logging, argument handling.
+_HELPER_BODY_PREFIXES = ("torch.backends.", "os.environ", "logging.", "warnings.", "torch.use_deterministic_algorithms", "torch.set_deterministic")
+_HELPER_BODY_CALLS = frozenset(
+    "builtins." + name for name in ("print", "int", "str", "float", "bool", "isinstance", "hasattr", "getattr", "len", "abs", "hash", "max", "min")
+) | frozenset({"os.getenv", "torch.cuda.is_available", "torch.initial_seed"})
+_HELPER_BODY_METHODS = frozenset({"manual_seed", "manual_seed_all", "seed", "info", "warning", "warn", "debug", "get", "setdefault", "format"})
+
+
+def _seeding_body_call(qualified: Optional[str], attribute: Optional[str], table, configured) -> bool:
+    """A call a seeding helper may make: a seeding call, a flag setting, logging, argument handling."""
+    if qualified is None:
+        return attribute in _HELPER_BODY_METHODS
+    return (
+        qualified in table.helpers
+        or qualified in configured
+        or qualified in table.cuda_only
+        or qualified in _HELPER_BODY_CALLS
+        or qualified.startswith(_HELPER_BODY_PREFIXES)
+        or "seed" in qualified.rsplit(".", 1)[-1].lower()
+    )
 
 
 def _short(code: str) -> str:

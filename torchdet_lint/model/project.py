@@ -557,7 +557,9 @@ class Project:
                     continue
                 # RULES.md, "More decisions from the second sample": a helper is named for seeding and
                 # lives outside the tests (a `main()` that seeds before spawning is not one).
-                if "seed" not in name.lower() or _is_test_file(display):
+                # Its body does nothing but seed, set flags, log and handle its arguments, and it lives
+                # outside every entry-point script.
+                if "seed" not in name.lower() or _is_test_file(display) or function.does_more or self.entry_point(display) is not None:
                     continue
                 reach = self.reach((display, name))
                 # A helper seeds and does nothing else worth naming: no draws, no device work, no processes.

@@ -66,6 +66,9 @@ class FunctionSummary:
     ops: List[Site] = field(default_factory=list)
     loading: List[Site] = field(default_factory=list)  # DataLoaders, random samplers and splits built here
     spawns: List[Spawn] = field(default_factory=list)  # functions started in new processes from here
+    # A call that is not seeding, a flag setting, logging or argument handling: not a seeding helper
+    # a fix may call (RULES.md, "More decisions from the second sample").
+    does_more: bool = False
 
     def add_call(self, target: str, seen: Set[str]) -> None:
         if target not in seen:
