@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.checks import project_rule_classes
-from torchdet_lint.diagnostics import SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SEEDING_CONSTRUCTOR, SILENCED_BY_SET_EPOCH, Diagnostic
+from torchdet_lint.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS, SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SEEDING_CONSTRUCTOR, SILENCED_BY_SET_EPOCH, Diagnostic
 from torchdet_lint.engine import FileResult, RunOptions
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
@@ -73,7 +73,8 @@ def project_phase(
     has_reach_findings = any(d.extra.get(SILENCED_BY_REACHED_COVERS) for r in results for d in r.diagnostics)
     has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in r.diagnostics)
     has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
-    if not rules and not has_flag_findings and not has_reach_findings and not has_epoch_findings and not has_handed_rngs:
+    has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
+    if not (rules or has_flag_findings or has_reach_findings or has_epoch_findings or has_handed_rngs or has_late_builds):
         return [], None
     project = build_project(results, files, options, context)
     if has_flag_findings and project.deterministic_mode_enabled():
@@ -85,6 +86,9 @@ def project_phase(
     if has_epoch_findings:
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not _epoch_set_elsewhere(project, d)]
+    if has_late_builds:
+        for result in results:
+            result.diagnostics = [kept for kept in (_late_build(project, d) for d in result.diagnostics) if kept is not None]
     if has_handed_rngs:
         # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
         # constructor that seeds it itself, the object is seeded.
@@ -105,6 +109,19 @@ def project_phase(
         text = source.text if source is not None else ""
         kept.extend(apply_suppressions(diagnostics, text, options.settings, project.paths.get(path, Path(path))))
     return kept, project
+
+
+def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic]:
+    """TDL004 (RULES.md, "Catalog and evidence"): a seed after building a first-party module that
+    draws from torch, named in the message; dropped when none of the calls before it does."""
+    candidates = diagnostic.extra.get(KEPT_IF_FIRST_PARTY_DRAWS)
+    if not candidates:
+        return diagnostic
+    for target, spelling, line in candidates:
+        if project.builds_drawing_module(diagnostic.path, target):
+            diagnostic.message = diagnostic.message.replace(DRAW_PLACEHOLDER, f"`{spelling}(...)` (line {line})")
+            return diagnostic
+    return None
 
 
 def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:

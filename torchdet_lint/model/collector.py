@@ -370,6 +370,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if receiver.value not in summary.seeded_parameters:
                 summary.seeded_parameters.append(receiver.value)
 
+    def visit_Return(self, node: cst.Return) -> None:
+        if type(node.value) is cst.Call:
+            target = self._target(node.value.func)
+            returns = self.function.returns
+            if target and target not in returns and len(returns) < MAX_SITES:
+                returns.append(target)
+
     def _registry(self, node: cst.Assign) -> None:
         """`MODELS = {"small": Small, "large": Large}`: the functions or classes one may pick."""
         members = [e.value for e in node.value.elements if isinstance(e, (cst.DictElement, cst.Element))]

@@ -311,6 +311,27 @@ class Project:
             return self.class_node(display_, summary.exports[head], depth + 1)
         return None
 
+    def builds_drawing_module(self, display: str, target: str) -> bool:
+        """Whether calling `target` builds a first-party class whose construction draws from torch
+        (`Net()` with an `nn.Linear` in `__init__`), directly or as what a first-party factory
+        returns (`build_model(cfg)` returning `Net(...)`), without seeding torch itself."""
+
+        def draws(file: str, name: str) -> bool:
+            if self.class_node(file, name) is None:
+                return False
+            reached = [self.reach(node) for node in self.resolve(file, name)]
+            return any("torch" in r.draws and "torch" not in r.covers for r in reached)
+
+        if draws(display, target):
+            return True
+        if self.class_node(display, target) is not None:
+            return False
+        for file, key in self.resolve(display, target):
+            function = self.summaries[file].functions.get(key)
+            if function is not None and any(draws(file, made) for made in function.returns):
+                return True
+        return False
+
     def seeds_argument(self, display: str, target: str, keyword: Optional[str], position: Optional[int]) -> bool:
         """Whether a first-party class seeds the object handed to its constructor as `keyword=`
         (or at `position`): it calls `.manual_seed`/`.seed` on that parameter in `__init__`, or on

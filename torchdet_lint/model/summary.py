@@ -69,6 +69,7 @@ class FunctionSummary:
     # A call that is not seeding, a flag setting, logging or argument handling: not a seeding helper
     # a fix may call (RULES.md, "More decisions from the second sample").
     does_more: bool = False
+    returns: List[str] = field(default_factory=list)  # targets of the calls it returns (`return Net(...)`): a factory
 
     def add_call(self, target: str, seen: Set[str]) -> None:
         if target not in seen:
