@@ -68,12 +68,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         self.escaped: Set[object] = set()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Call):
-            for target in node.targets:
-                name = dotted_name(target.target)
-                if name is not None:
-                    self.bound[id(node.value)] = name
-        elif isinstance(node.value, cst.Name) and any(not isinstance(t.target, cst.Name) for t in node.targets):
+        # `sampler = DistributedSampler(ds) if distributed else None` binds the sampler too.
+        values = [node.value.body, node.value.orelse] if isinstance(node.value, cst.IfExp) else [node.value]
+        for value in values:
+            if isinstance(value, cst.Call):
+                for target in node.targets:
+                    name = dotted_name(target.target)
+                    if name is not None:
+                        self.bound[id(value)] = name
+        if isinstance(node.value, cst.Name) and any(not isinstance(t.target, cst.Name) for t in node.targets):
             self.escaped.add(node.value.value)  # `self.sampler = sampler`
 
     def visit_Return(self, node: cst.Return) -> None:
