@@ -171,7 +171,7 @@ def test_summaries_are_plain_picklable_data(tmp_path: Path) -> None:
 
 
 def test_summary_lines_match_the_source() -> None:
-    text = "import torch\n\nx = (\n    torch.randn(2)\n)\ny = '''\n\n'''; z = torch.rand(\n  3)\nif x:\n    torch.cuda.set_device(0)\n"
+    text = "import torch\n\nx = (\n    torch.randn(2)\n)\ny = '''\n\n'''; z = torch.rand(\n  3)\nif x:\n    torch.cuda.ipc_collect() or x.cuda()\n"
     options = make_options(Settings())
     summary = check_text(text, "s.py", options, "s", False).summary
     module = summary.functions["<module>"]

@@ -331,3 +331,41 @@ def test_a_label_map_in_hash_order_is_missing_in_hidden_order(tmp_path: Path) ->
     assert "enumerate(sorted(labels))" in (tmp_path / "data.py").read_text(encoding="utf-8")
     code, report = _report(cwd=tmp_path)
     assert code == 0 and report["entry_points"][0]["checks"]["hidden-order"]["status"] == "ok"
+
+
+CONVERT = '''import torch
+import torch.nn.functional as F
+
+if __name__ == "__main__":
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.cuda.set_device(0)
+    checkpoint = torch.load("in.pth", map_location="cpu")
+    state = checkpoint["model"]
+    pos = state["pos_embed"].float()[None]
+    state["pos_embed"] = F.interpolate(pos, size=(14, 14), mode="bicubic")[0]
+    torch.cuda.synchronize()
+    torch.save(state, "out.pth")
+'''
+TRAIN_ON_DEVICE = '''import torch
+from torch import nn
+
+if __name__ == "__main__":
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = nn.Linear(2, 2).to(device)
+'''
+
+
+def test_a_checkpoint_conversion_script_needs_no_deterministic_mode(tmp_path: Path) -> None:
+    # RULES.md "Catalog and evidence": device objects and housekeeping alone are no CUDA work, and
+    # tensors read from a checkpoint loaded onto the CPU run no CUDA kernel; a device name chosen
+    # as "cuda" is CUDA work where it is used.
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "convert.py").write_text(CONVERT, encoding="utf-8")
+    (tmp_path / "train.py").write_text(TRAIN_ON_DEVICE, encoding="utf-8")
+    _, report = _report(cwd=tmp_path)
+    modes = {e["path"]: e["checks"]["deterministic-mode"] for e in report["entry_points"]}
+    assert modes["convert.py"]["status"] == "not-needed"
+    assert modes["train.py"]["status"] == "missing"
+    assert [e["message"] for e in modes["train.py"]["evidence"]] == ["reaches `.to(device)`"]
+    flagged = {d["path"] for d in _check(cwd=tmp_path) if d["code"] == "TDL302"}
+    assert flagged == {"train.py"}

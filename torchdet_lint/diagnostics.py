@@ -19,6 +19,18 @@ SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
 # Diagnostic.extra key: cover kinds of the summaries (a list) any of which, in every
 # entry point that reaches the finding, silences it (TDL306; the project phase drops it).
 SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
+# Diagnostic.extra key (TDL105): the sampler leaves its file, "loader" (handed to a DataLoader) or
+# "escapes" (passed on, returned, stored); a `.set_epoch(` elsewhere in the project on a loader's
+# `.sampler` (any receiver for "escapes") silences it (the project phase drops it).
+SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
+# Diagnostic.extra key (TDL005): the first-party constructors the RNG object is handed to, as
+# (call target, keyword, position); one that seeds that parameter itself silences it.
+SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
+# Diagnostic.extra key (TDL004): first-party calls made before the seed, as (call target, spelling,
+# line); the finding stands only if one of them builds a module that draws from torch (a first-party
+# class, or what a first-party factory returns). The project phase decides and names it.
+KEPT_IF_FIRST_PARTY_DRAWS = "kept_if_first_party_draws"
+DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 
 class Applicability(str, enum.Enum):

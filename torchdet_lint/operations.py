@@ -55,6 +55,7 @@ class OperationMatch:
     third_party: bool = False
     version: str = ""  # the version the behaviour is read at: "torch 2.13", "torchvision 0.18"
     via: str = ""  # a third-party function that behaves as this torch operation does
+    module_form: bool = False  # a module's constructor: it runs (and its backward) where the module is called
 
 
 @dataclass(frozen=True)
@@ -341,7 +342,10 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
     if form_truth is Truth.NO:
         return None
     no_grad = on_cpu = False
-    if not entry.as_module:
+    if entry.as_module:
+        # Built under `no_grad()` it is still a module: only the caller knows where it runs.
+        no_grad = assume_no_grad
+    else:
         no_grad, on_cpu = _tensor_states(entry, call, context)
         no_grad = no_grad or assume_no_grad or context.scopes.grad_disabled
     torch_version = context.torch_version
@@ -390,6 +394,7 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
         third_party=operation.kind == THIRD_PARTY_KIND,
         version=_version_phrase(operation, context),
         via=operation.via,
+        module_form=entry.as_module,
     )
 
 
@@ -454,3 +459,10 @@ def match_operations(
 def match_third_party(context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False) -> List[OperationMatch]:
     """The third-party kernels that ignore the flag (TDL203) a call performs."""
     return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior == IGNORES_FLAG]
+
+
+def backward_only_module(context, call: cst.Call, catalog: Optional[Catalog] = None) -> bool:
+    """A module construction whose catalog conditions all need a backward pass (`nn.Embedding`):
+    whether it matters depends on where the module is called, not on where it is built."""
+    matches = _all_matches(context, call, catalog)
+    return bool(matches) and all(m.module_form for m in matches) and not _all_matches(context, call, catalog, assume_no_grad=True)

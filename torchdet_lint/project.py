@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.checks import project_rule_classes
-from torchdet_lint.diagnostics import SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, Diagnostic
+from torchdet_lint.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS, SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SEEDING_CONSTRUCTOR, SILENCED_BY_SET_EPOCH, Diagnostic
 from torchdet_lint.engine import FileResult, RunOptions
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
@@ -71,7 +71,10 @@ def project_phase(
     rules = [rule() for rule in project_rule_classes(options.selected)]
     has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in r.diagnostics)
     has_reach_findings = any(d.extra.get(SILENCED_BY_REACHED_COVERS) for r in results for d in r.diagnostics)
-    if not rules and not has_flag_findings and not has_reach_findings:
+    has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in r.diagnostics)
+    has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
+    has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
+    if not (rules or has_flag_findings or has_reach_findings or has_epoch_findings or has_handed_rngs or has_late_builds):
         return [], None
     project = build_project(results, files, options, context)
     if has_flag_findings and project.deterministic_mode_enabled():
@@ -80,6 +83,21 @@ def project_phase(
     if has_reach_findings:
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not _silenced_in_reach(project, d)]
+    if has_epoch_findings:
+        for result in results:
+            result.diagnostics = [d for d in result.diagnostics if not _epoch_set_elsewhere(project, d)]
+    if has_late_builds:
+        for result in results:
+            result.diagnostics = [kept for kept in (_late_build(project, d) for d in result.diagnostics) if kept is not None]
+    if has_handed_rngs:
+        # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
+        # constructor that seeds it itself, the object is seeded.
+        for result in results:
+            result.diagnostics = [
+                d
+                for d in result.diagnostics
+                if not any(project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ())
+            ]
     by_path: Dict[str, List[Diagnostic]] = {}
     for rule in rules:
         for diagnostic in rule.check(project):
@@ -91,6 +109,35 @@ def project_phase(
         text = source.text if source is not None else ""
         kept.extend(apply_suppressions(diagnostics, text, options.settings, project.paths.get(path, Path(path))))
     return kept, project
+
+
+def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic]:
+    """TDL004 (RULES.md, "Catalog and evidence"): a seed after building a first-party module that
+    draws from torch, named in the message; dropped when none of the calls before it does."""
+    candidates = diagnostic.extra.get(KEPT_IF_FIRST_PARTY_DRAWS)
+    if not candidates:
+        return diagnostic
+    for target, spelling, line in candidates:
+        if project.builds_drawing_module(diagnostic.path, target):
+            diagnostic.message = diagnostic.message.replace(DRAW_PLACEHOLDER, f"`{spelling}(...)` (line {line})")
+            return diagnostic
+    return None
+
+
+def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:
+    """TDL105 (RULES.md, "Catalog and evidence"): the epoch loop often lives in another module
+    than the sampler's builder. A sampler handed to a loader is told its epoch by any
+    `<loader>.sampler.set_epoch(` of the project; one passed on or returned, by any `.set_epoch(`."""
+    how = diagnostic.extra.get(SILENCED_BY_SET_EPOCH)
+    if not how:
+        return False
+    for display, summary in project.summaries.items():
+        if display == diagnostic.path:
+            continue  # the file's own calls were read by the rule, name by name
+        for receiver in summary.set_epoch:
+            if how == "escapes" or receiver.endswith(".sampler"):
+                return True
+    return False
 
 
 def _silenced_in_reach(project: Project, diagnostic: Diagnostic) -> bool:

@@ -16,7 +16,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.names import NameResolver, dotted_name, literal, remember_keyword_dict
+from torchdet_lint.names import NameResolver, dotted_name, find_arg, literal, remember_keyword_dict
 
 NO_GRAD_CONTEXTS = frozenset(
     {
@@ -43,7 +43,22 @@ _FACTORIES = frozenset(
     ).split()
 )
 _NEUTRAL_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "flatten"})
+# Readers of saved tensors -> (the device argument: keyword, position; whether its default is the
+# CPU). `torch.load` keeps the saved device unless `map_location` says otherwise; safetensors'
+# `load_file` loads on the CPU unless `device=` says otherwise.
+_LOADERS = {
+    "torch.load": ("map_location", 1, False),
+    "torch.hub.load_state_dict_from_url": ("map_location", 2, False),
+    "torch.utils.model_zoo.load_url": ("map_location", 2, False),
+    "safetensors.torch.load_file": ("device", 1, True),
+}
+# Reading a dict's item by method (`checkpoint.get("model")`): the item is where the dict's tensors are.
+_DICT_READS = frozenset({"get", "pop"})
 MAX_DEPTH = 6
+# A tensor is followed through this many names, calls and subscripts (a checkpoint's item, reshaped
+# and permuted over a few statements, is a dozen steps from its `torch.load`); only for the
+# arguments of the calls the catalog matches.
+MAX_TENSOR_DEPTH = 16
 
 
 @dataclass
@@ -53,6 +68,7 @@ class _Frame:
     annotations: Dict[str, cst.BaseExpression] = field(default_factory=dict)
     grad_off: bool = False
     class_index: Optional[int] = None  # a method: the index of its class in `ScopeTracker.classes`
+    counters: Set[str] = field(default_factory=set)  # loop targets that count: `for i in range(...)`, enumerate's index
 
 
 @dataclass(frozen=True)
@@ -87,6 +103,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.cpu_blocks: List[Tuple[int, FrozenSet[str]]] = []
         self._guarded_blocks: Dict[int, FrozenSet[str]] = {}
         self._with_values: Dict[int, cst.Call] = {}  # `with <call> as name`: the call, until `name` is bound
+        # Calls bound to a name or `self.<attr>` (`emb = nn.Embedding(...)`): id -> how the file calls the object.
+        self.bound_calls: Dict[int, Tuple[Optional[str], str]] = {}
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -109,6 +127,11 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         """The value last bound to `name` (None: unknown, or bound in a way not followed)."""
         found = self.values(name, module_too)
         return found[-1] if found else None
+
+    def is_counter(self, name: str) -> bool:
+        """A name bound only as a loop counter (`for step in range(n)`, `for i, x in enumerate(xs)`):
+        an int."""
+        return name in self._function.counters and all(value is None for value in self.values(name))
 
     def annotation(self, name: str) -> Optional[cst.BaseExpression]:
         return self._function.annotations.get(name)
@@ -178,28 +201,41 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return bool(values) and all(v is not None and self.known_non_tensor(v, depth + 1) for v in values)
         return False
 
-    def tensor_state(self, node: Optional[cst.BaseExpression], depth: int = 0) -> TensorState:
+    def tensor_state(self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None) -> TensorState:
         """What a tensor expression visibly is: `torch.from_numpy(...)`, `.numpy()`-derived and
         `torch.tensor(...)` / `torch.as_tensor(...)` without `device=` or `requires_grad=True` are
         CPU tensors without gradient; `.detach()` drops the gradient, `.cpu()` moves to the CPU,
-        `.cuda()` / `.to(...)` move away from it. Names are followed through the function's bindings.
+        `.cuda()` / `.to(...)` move away from it. What `torch.load(..., map_location="cpu")` reads
+        (and the items of the dicts it returns) is on the CPU; indexing and the shape and dtype
+        methods (`.float()`, `.view`, `.permute`, ...) keep a tensor's device. Names are followed
+        through the function's bindings (`x = x.float()` reads the `x` bound before it).
         In the branch of a device test (`if not x.is_cuda:`), `x` is on the CPU."""
-        if node is None or depth > MAX_DEPTH:
+        if node is None or depth > MAX_TENSOR_DEPTH:
             return TensorState()
         if self.cpu_blocks and depth == 0 and type(node) in (cst.Name, cst.Attribute):
             name = dotted_name(node)
             if name is not None and any(name in names for _, names in self.cpu_blocks):
                 return TensorState(self.tensor_state(node, 1).no_grad, True)
-        if isinstance(node, cst.Name):
+        kind = type(node)
+        if kind is cst.Name:
             values = self.values(node.value)
+            if before is not None and node.value in before:
+                values = values[: before[node.value]]
             if not values or values[-1] is None:
                 return TensorState()
-            return self.tensor_state(values[-1], depth + 1)
-        if not isinstance(node, cst.Call):
+            # The value's own mentions of the name are its earlier bindings (`x = x.float()`).
+            return self.tensor_state(values[-1], depth + 1, {**(before or {}), node.value: len(values) - 1})
+        if kind is cst.Subscript:
+            return self.tensor_state(node.value, depth + 1, before)
+        if kind is not cst.Call:
             return TensorState()
         qualified = self.resolver.qualified_name(node.func)
         if qualified == "torch.from_numpy":
             return TensorState(True, True)
+        if qualified in _LOADERS:
+            keyword, position, default_cpu = _LOADERS[qualified]
+            location = find_arg(node, keyword, position)
+            return TensorState(False, default_cpu if location is None else _cpu_location(location.value, self.resolver))
         if qualified in _FACTORIES:
             keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
             if "device" in keywords:
@@ -210,7 +246,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return TensorState(no_grad, on_cpu)
         if isinstance(node.func, cst.Attribute) and qualified is None:
             method = node.func.attr.value
-            inner = self.tensor_state(node.func.value, depth + 1)
+            inner = self.tensor_state(node.func.value, depth + 1, before)
             if method == "numpy":
                 return TensorState(True, True)
             if method == "detach":
@@ -221,6 +257,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return TensorState(inner.no_grad, method == "to" and _moves_to_cpu(node))
             if method in _NEUTRAL_METHODS:
                 return inner
+            if method in _DICT_READS:
+                return TensorState(False, inner.cpu)  # a tensor of a state dict read from the CPU
         return TensorState()
 
     def keyword_dict(self, name: str) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
@@ -347,6 +385,20 @@ class ScopeTracker(cst.BatchableCSTVisitor):
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.frames.pop()
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `emb = nn.Embedding(...)`, `self.emb = ...`: the binding is no use of the object; calls of
+        # it are recorded as for functions (`only_called_without_grad`).
+        if len(node.targets) == 1 and type(node.value) is cst.Call:
+            target = node.targets[0].target
+            if type(target) is cst.Name:
+                identity: Tuple[Optional[str], str] = (None, target.value)
+            elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+                identity = ("self", target.attr.value)
+            else:
+                return
+            self._callee_nodes.add(id(target))
+            self.bound_calls[id(node.value)] = identity
+
     def leave_Assign(self, original_node: cst.Assign) -> None:
         for target in original_node.targets:
             self._bind_target(target.target, original_node.value)
@@ -366,6 +418,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target, None)
+        counter = _counter_target(node.target, node.iter, self.resolver)
+        if counter is not None:
+            self._function.counters.add(counter)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, None)
@@ -466,6 +521,35 @@ def cpu_guard(test: cst.BaseExpression) -> Tuple[FrozenSet[str], FrozenSet[str]]
                 cpu_when_equal = not cpu_when_equal
             return (frozenset({name}), frozenset()) if cpu_when_equal else (frozenset(), frozenset({name}))
     return frozenset(), frozenset()
+
+
+def _counter_target(target: cst.BaseExpression, iterable: cst.BaseExpression, resolver: NameResolver) -> Optional[str]:
+    """The name a `for` loop binds to an int: the target of `range(...)`, enumerate's index."""
+    if not isinstance(iterable, cst.Call):
+        return None
+    name = resolver.qualified_name(iterable.func)
+    if name == "builtins.range" and isinstance(target, cst.Name):
+        return target.value
+    if name == "builtins.enumerate" and isinstance(target, cst.Tuple) and target.elements and isinstance(target.elements[0].value, cst.Name):
+        return target.elements[0].value.value
+    return None
+
+
+def _cpu_location(value: cst.BaseExpression, resolver: NameResolver) -> bool:
+    """A `map_location` that puts every tensor on the CPU: `"cpu"`, `torch.device("cpu")`, a
+    function that returns its storage argument (`lambda storage, loc: storage`), a dict mapping
+    every device to the CPU."""
+    text = literal(value)
+    if isinstance(text, str):
+        return text.startswith("cpu")
+    if isinstance(value, cst.Call) and resolver.qualified_name(value.func) == "torch.device":
+        return bool(value.args) and isinstance(literal(value.args[0].value), str) and literal(value.args[0].value).startswith("cpu")
+    if isinstance(value, cst.Lambda):
+        params = value.params.params
+        return bool(params) and isinstance(value.body, cst.Name) and value.body.value == params[0].name.value
+    if isinstance(value, cst.Dict) and value.elements:
+        return all(isinstance(e, cst.DictElement) and isinstance(literal(e.value), str) and literal(e.value).startswith("cpu") for e in value.elements)
+    return False
 
 
 def _moves_to_cpu(call: cst.Call) -> bool:

@@ -68,14 +68,22 @@ class DeterministicModeNotEnabled(ProjectRule):
     "CUDA work" excludes housekeeping that runs no kernel
     (`torch.cuda.synchronize`, `empty_cache`, `memory_allocated`,
     `max_memory_allocated`, `memory_reserved`, `reset_peak_memory_stats`,
-    `current_device`, `get_device_properties`, `get_device_capability`); the
-    message names the real CUDA work or catalog operation it found.
+    `current_device`, `get_device_properties`, `get_device_capability`,
+    `set_device`, `current_stream`, `Stream`, `Event`, `torch.cuda.stream`,
+    `torch.cuda.device`), and a `torch.device("cuda")` object alone is not work
+    either: what uses it is. A device value chosen by `"cuda" if
+    torch.cuda.is_available() else "cpu"` (or `torch.device(...)` of it) and
+    bound to a name, a `self.<attr>` or an attribute chain is a CUDA device
+    wherever that binding is visible: `.to(device)` and `device=device` are
+    CUDA work. The message names the real CUDA work or catalog operation it
+    found, as written (`.to(device)` at train.py:40).
 
     ## Known problems
-    Device placement through a variable (`x.to(device)`) is only seen where
-    the device is built (`torch.device("cuda" if ... else "cpu")`). Config
-    `assume-deterministic-mode` silences the rule for programs that enable the
-    flag where the linter cannot see it (a launcher).
+    A device handed in as a parameter (`def train(model, device)`) is not
+    followed into the function: the work is seen where the caller binds the
+    device and uses it (`model.to(device)`), which a training script does.
+    Config `assume-deterministic-mode` silences the rule for programs that
+    enable the flag where the linter cannot see it (a launcher).
 
     ## Options
     `assume-deterministic-mode`, `torch-version`, `entry-points`.

@@ -25,7 +25,7 @@ from torchdet_lint.catalog import (
 from torchdet_lint.diagnostics import SILENCED_BY_FLAG
 from torchdet_lint.names import find_arg, literal
 from torchdet_lint.checks.switches import LIGHTNING_CLI, trainer_argument_of
-from torchdet_lint.operations import OperationMatch, match_operations, match_third_party
+from torchdet_lint.operations import OperationMatch, backward_only_module, match_operations, match_third_party
 from torchdet_lint.rule import Rule
 
 _FLAG_CALL = "`torch.use_deterministic_algorithms(True)`"
@@ -94,9 +94,19 @@ class _AutogradAware(Rule):
     def consider(self, node: cst.Call) -> Optional[str]:
         """The message for the call now, or None: nothing to report, or decided at the end."""
         message = self.message_for(node, False)
-        identity = self.context.scopes.function_identity
-        if message is None or identity is None or self.context.scopes.grad_disabled:
-            return message
+        if message is None:
+            return None
+        scopes = self.context.scopes
+        if backward_only_module(self.context, node):
+            # RULES.md, "Catalog and evidence": a module's backward runs where it is called, so a
+            # module bound to a name that this file only calls where no gradient flows is silent.
+            identity = scopes.bound_calls.get(id(node))
+            if identity is None:
+                return message
+        else:
+            identity = scopes.function_identity
+            if identity is None or scopes.grad_disabled:
+                return message
         without_grad = self.message_for(node, True)
         if without_grad == message:
             return message
@@ -400,6 +410,28 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     on the CPU. A method whose receiver is visibly not a tensor (bound from
     a non-torch class or a NumPy call, or annotated with another type) is
     not matched.
+
+    A module (`nn.Embedding`, whose catalog condition is its backward) built
+    inside `torch.no_grad()` is still a module: what counts is where it is
+    called. One bound to a name or `self.<attr>` that the file only calls
+    where no gradient flows (a `no_grad` block, a `@torch.no_grad()` method)
+    and uses in no other way (handed on, its `.parameters()` or `.weight`
+    read) is not reported; the same name used otherwise anywhere in the file
+    counts as a use, and TDL302 counts such a module the same way.
+
+    CPU tensors (RULES.md, "Catalog and evidence"): what
+    `torch.load(..., map_location="cpu")` reads (also with
+    `torch.device("cpu")`, `lambda storage, loc: storage` or a dict mapping
+    every device to `"cpu"`; `torch.hub.load_state_dict_from_url` alike;
+    safetensors' `load_file` without `device=`) is on the CPU, and so are
+    the items of the dicts and state dicts read from it (`ckpt["model"]`,
+    `.get(...)`). Indexing, `.float()`, `.double()`, `.half()`, `.view`,
+    `.reshape`, `.permute`, `.unsqueeze`, `.contiguous`, `.clone` and
+    `.detach` keep a tensor's device, also when the name is rebound
+    (`x = x.reshape(...)`): resizing a checkpoint's position embedding with
+    bicubic `F.interpolate` while loading weights is not reported. A
+    checkpoint handed to another function as a parameter is not followed
+    there (MAE's `interpolate_pos_embed(model, checkpoint_model)`).
 
     ## Known problems
     Static analysis does not know the device, dtype, rank or whether a

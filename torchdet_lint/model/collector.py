@@ -58,7 +58,7 @@ from torchdet_lint.model.summary import (
     WorkerFunction,
 )
 from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
-from torchdet_lint.operations import OperationMatch, match_operations
+from torchdet_lint.operations import OperationMatch, backward_only_module, match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.context import FileContext
@@ -121,9 +121,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.module_rng_names: Set[str] = set()
         self.nested: Dict[str, Dict[str, str]] = {}  # function key -> its nested functions' keys
         self.running_lambdas: Set[int] = set()
-        # ids of the arguments of device queries: `get_device_properties(torch.device("cuda"))` runs no kernel.
-        self.query_arguments: Set[int] = set()
         self.spawn_calls: List[Tuple[cst.Call, Spawn]] = []  # placed in `finish`
+        # Modules whose catalog condition needs a backward pass, bound to a name: (where, site, binding).
+        self.bound_modules: List[Tuple[FunctionSummary, Site, Tuple[Optional[str], str]]] = []
         # Enclosing `if` statements: [node, in its else branch]; a seed guarded by one is copied with it.
         self.ifs: List[List[Any]] = []
         # Raising operations whose gradient question is decided at the end of the file, as TDL202
@@ -268,6 +268,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             key = f"{class_name}.{name}" if class_name else name
             if class_name:
                 self.summary.classes[class_name].methods.append(name)
+                if name == "__init__":
+                    params = node.params
+                    self.summary.classes[class_name].init_parameters = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
             else:
                 self.summary.signatures[name] = _signature(node)
                 self.function_nodes[name] = node
@@ -344,6 +347,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                             value=value, slice=[cst.SubscriptElement(cst.Index(cst.Integer(str(index))))]
                         )
         self._record_rng_assignment(node)
+        if type(value) is cst.Name and self.keys[-1][1] in self.summary.classes and self.key.endswith(".__init__"):
+            owner = self.summary.classes[self.keys[-1][1]]
+            for target in node.targets:
+                attribute = target.target
+                if type(attribute) is cst.Attribute and type(attribute.value) is cst.Name and attribute.value.value == "self":
+                    if value.value in owner.init_parameters:
+                        owner.attribute_parameters[attribute.attr.value] = value.value
         for target in node.targets:
             name = self.context.qualified_name(target.target)
             if name == "torch.backends.cudnn.deterministic" and literal(value) is True:
@@ -356,6 +366,22 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 element = target.target.slice[0].slice if len(target.target.slice) == 1 else None
                 if type(element) is cst.Index:
                     self._inductor_variable(literal(element.value), value, "assign")
+
+    def _seeded_in_class(self, summary: ClassSummary, receiver: cst.BaseExpression) -> None:
+        """`self.g.manual_seed(...)` or `g.manual_seed(...)` in a method: what the class seeds itself."""
+        if type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
+            if receiver.attr.value not in summary.seeded_attributes:
+                summary.seeded_attributes.append(receiver.attr.value)
+        elif type(receiver) is cst.Name and self.key.endswith(".__init__") and receiver.value in summary.init_parameters:
+            if receiver.value not in summary.seeded_parameters:
+                summary.seeded_parameters.append(receiver.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if type(node.value) is cst.Call:
+            target = self._target(node.value.func)
+            returns = self.function.returns
+            if target and target not in returns and len(returns) < MAX_SITES:
+                returns.append(target)
 
     def _registry(self, node: cst.Assign) -> None:
         """`MODELS = {"small": Small, "large": Large}`: the functions or classes one may pick."""
@@ -404,6 +430,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
         # Exact type tests in this hot path (LibCST's classes are ABCs: a failing isinstance() is slow).
         attribute = func.attr.value if type(func) is cst.Attribute else None
+        if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
+            self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
+        if attribute == "set_epoch":
+            receiver = dotted_name(func.value)
+            if receiver is not None and receiver not in self.summary.set_epoch:
+                self.summary.set_epoch.append(receiver)
         runs_arguments = qualified in RUNNERS or attribute in RUNNER_METHODS
         if runs_arguments or qualified in LAMBDA_CALLERS or attribute == "sort":
             self.running_lambdas.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
@@ -429,8 +461,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     function.add_call(reference, seen)
                 elif reference and stores_nothing and (reference.startswith(".") or reference.split(".", 1)[0] in self.context.first_party):
                     function.add_reference(reference)
-            if arg.keyword is not None and arg.keyword.value == "device" and mentions_cuda(value):
-                self._cuda(function, site("`device=\"cuda\"`"))
+            if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):
+                self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
         for instance_call in self._instance_calls(func):
             function.add_call(instance_call, seen)
         # RNG draws
@@ -450,6 +482,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 sites = self.summary.classes[class_name].global_draws
                 if len(sites) < MAX_SITES:
                     sites.append(site(f"`{_spelling(func)}(...)`"))
+        if not function.does_more and not _seeding_body_call(qualified, attribute, self.facts, self.config_helpers):
+            function.does_more = True
         # seeding and determinism
         if qualified is not None:
             helper = self.facts.helpers.get(qualified)
@@ -477,15 +511,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # CUDA work
         if attribute == "cuda" and qualified is None:
             self._cuda(function, site(f"`{_spelling(func)}()`"))
-        elif attribute == "to" and any(mentions_cuda(arg.value) for arg in node.args if arg.keyword is None):
-            self._cuda(function, site("`.to(\"cuda\")`"))
-        elif qualified is not None and qualified.startswith("torch.cuda."):
-            if is_cuda_work(qualified):
-                self._cuda(function, site(f"`{_spelling(func)}(...)`"))
-            else:
-                self.query_arguments.update(id(arg.value) for arg in node.args)
-        elif qualified == "torch.device" and id(node) not in self.query_arguments and mentions_cuda(arg_value(node, "type", 0)):
-            self._cuda(function, site("`torch.device(\"cuda\")`"))
+        elif attribute == "to" and qualified is None:
+            device = next((arg.value for arg in node.args if arg.keyword is None and self._cuda_device(arg.value)), None)
+            if device is not None:
+                self._cuda(function, site(f"`.to({_short(self.context.module.code_for_node(device))})`"))
+        elif qualified is not None and qualified.startswith("torch.cuda.") and is_cuda_work(qualified):
+            self._cuda(function, site(f"`{_spelling(func)}(...)`"))
         # convolutions and explicit cuDNN benchmark choices (TDL406)
         if qualified is not None:
             if CONVOLUTION_RE.match(qualified):
@@ -496,7 +527,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if self.context.imports_torch:
             if len(function.ops) < MAX_SITES:
                 for match in match_operations(self.context, node):
-                    function.ops.append(site(f"`{match.name}`"))
+                    identity = self.context.scopes.bound_calls.get(id(node))
+                    if identity is not None and backward_only_module(self.context, node):
+                        # Counted at the end, unless every call of the module is without gradient.
+                        self.bound_modules.append((function, site(f"`{match.name}`"), identity))
+                    else:
+                        function.ops.append(site(f"`{match.name}`"))
                     break
             self._raising(node, function, index)
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
@@ -641,6 +677,30 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._add_raising(function, index, chosen)
         self.raising_undecided = []
 
+    def _cuda_device(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A device that is CUDA: a string naming it (also in `"cuda" if ... else "cpu"`), a
+        `torch.device(...)` of one, or a name, `self.<attr>` or attribute chain bound to one in
+        this function (or, for a name, at module level). A `torch.device` object alone runs
+        nothing (RULES.md, "Catalog and evidence"): what uses it is the work."""
+        if mentions_cuda(node):
+            return True
+        if depth > 3:
+            return False
+        kind = type(node)
+        if kind is cst.Call:
+            return self.context.call_name(node) == "torch.device" and any(
+                self._cuda_device(value, depth + 1) for value in (arg_value(node, "type", 0),) if value is not None
+            )
+        if kind is cst.IfExp:
+            return self._cuda_device(node.body, depth + 1) or self._cuda_device(node.orelse, depth + 1)
+        if kind is cst.Name:
+            values = self.context.scopes.values(node.value, module_too=True)
+        elif kind is cst.Attribute:
+            values = self.context.scopes.expression_values(node)
+        else:
+            return False
+        return any(value is not None and self._cuda_device(value, depth + 1) for value in values)
+
     def _cuda(self, function: FunctionSummary, site: Site) -> None:
         if len(function.cuda) < MAX_SITES:
             function.cuda.append(site)
@@ -702,6 +762,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def finish(self) -> None:
         self._decide_raising()
         summary = self.summary
+        for function, site, identity in self.bound_modules:
+            if len(function.ops) < MAX_SITES and not self.context.scopes.only_called_without_grad(identity):
+                function.ops.append(site)
         summary.imports = list(self.resolver.imported_modules)
         summary.exports = {name: value for name, value in self.resolver.module_final.items() if value is not None}
         needs_anchors = (
@@ -871,6 +934,34 @@ def _spelling(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Subscript) and dotted_name(func.value) is not None:
         return f"{dotted_name(func.value)}[...]"
     return "call"
+
+
+# What a seeding helper's body may call besides seeding: flag settings, logging, argument handling.
+_HELPER_BODY_PREFIXES = ("torch.backends.", "os.environ", "logging.", "warnings.", "torch.use_deterministic_algorithms", "torch.set_deterministic")
+_HELPER_BODY_CALLS = frozenset(
+    "builtins." + name for name in ("print", "int", "str", "float", "bool", "isinstance", "hasattr", "getattr", "len", "abs", "hash", "max", "min")
+) | frozenset({"os.getenv", "torch.cuda.is_available", "torch.initial_seed"})
+_HELPER_BODY_METHODS = frozenset({"manual_seed", "manual_seed_all", "seed", "info", "warning", "warn", "debug", "get", "setdefault", "format"})
+
+
+def _seeding_body_call(qualified: Optional[str], attribute: Optional[str], table, configured) -> bool:
+    """A call a seeding helper may make: a seeding call, a flag setting, logging, argument handling."""
+    if qualified is None:
+        return attribute in _HELPER_BODY_METHODS
+    return (
+        qualified in table.helpers
+        or qualified in configured
+        or qualified in table.cuda_only
+        or qualified in _HELPER_BODY_CALLS
+        or qualified.startswith(_HELPER_BODY_PREFIXES)
+        or "seed" in qualified.rsplit(".", 1)[-1].lower()
+    )
+
+
+def _short(code: str) -> str:
+    """An argument as written, for a message: one line, at most 40 characters."""
+    code = " ".join(code.split())
+    return code if len(code) <= 40 else code[:37] + "..."
 
 
 def _seeded_generator(call: cst.Call) -> bool:

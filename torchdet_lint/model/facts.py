@@ -294,6 +294,10 @@ CUDA_NOT_WORK = frozenset(
         "reset_accumulated_memory_stats", "memory_cached", "max_memory_cached", "ipc_collect",
         # Version queries (`torch.cuda.nccl.version()`).
         "version",
+        # Housekeeping (RULES.md, "Catalog and evidence"): choosing a device, streams and events,
+        # and `torch.cuda.device(...)` objects, which run no kernel of the program's.
+        "set_device", "current_stream", "default_stream", "set_stream", "stream", "Stream", "ExternalStream", "StreamContext",
+        "Event", "device", "device_of", "init",
     }
 )
 

@@ -64,9 +64,14 @@ class ModuleIndex:
                 best = (rank, display)
         return best[1] if best else None
 
-    def module(self, name: str, importer: str) -> Optional[Tuple[str, str]]:
-        """(file, remainder) of the longest first-party module prefix of a qualified name."""
-        key = (importer, name)
+    def module(self, name: str, importer: str, exports: bool = True) -> Optional[Tuple[str, str]]:
+        """(file, remainder) of the longest first-party module prefix of a qualified name.
+
+        A package that re-exports a name of its submodule under the submodule's own name
+        (`from .LSTM import LSTM` in `models/__init__.py`) rebinds `models.LSTM` to that
+        object (RULES.md, "More decisions from the second sample"): `models.LSTM` is the class
+        of `models/LSTM.py`, not the module."""
+        key = (importer, name) if exports else (importer, name, False)
         if key in self._cache:
             return self._cache[key]
         found = None
@@ -77,9 +82,24 @@ class ModuleIndex:
                 display = self._visible(entries, importer)
                 if display is not None:
                     found = (display, ".".join(parts[end:]))
+                    rebound = self._reexport(parts[:end], importer) if exports and end >= 2 else None
+                    if rebound is not None:
+                        found = self.module(".".join([rebound, *parts[end:]]), importer, exports=False) or found
                     break
         self._cache[key] = found
         return found
+
+    def _reexport(self, parts: List[str], importer: str) -> Optional[str]:
+        """What the package `parts[:-1]` binds its submodule's name `parts[-1]` to, when it is a
+        name imported from that very submodule (`models.LSTM.LSTM`)."""
+        entries = self.names.get(".".join(parts[:-1]))
+        package = self._visible(entries, importer) if entries else None
+        summary = self.summaries.get(package) if package is not None else None
+        if summary is None or not summary.is_package:
+            return None
+        bound = summary.exports.get(parts[-1])
+        module = ".".join(parts)
+        return bound if bound is not None and bound.startswith(module + ".") else None
 
     def modules_of_import(self, name: str, importer: str) -> List[str]:
         """Every first-party file an import statement runs: the module and its packages."""

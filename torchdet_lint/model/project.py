@@ -314,6 +314,48 @@ class Project:
             return self.class_node(display_, summary.exports[head], depth + 1)
         return None
 
+    def builds_drawing_module(self, display: str, target: str) -> bool:
+        """Whether calling `target` builds a first-party class whose construction draws from torch
+        (`Net()` with an `nn.Linear` in `__init__`), directly or as what a first-party factory
+        returns (`build_model(cfg)` returning `Net(...)`), without seeding torch itself."""
+
+        def draws(file: str, name: str) -> bool:
+            if self.class_node(file, name) is None:
+                return False
+            reached = [self.reach(node) for node in self.resolve(file, name)]
+            return any("torch" in r.draws and "torch" not in r.covers for r in reached)
+
+        if draws(display, target):
+            return True
+        if self.class_node(display, target) is not None:
+            return False
+        for file, key in self.resolve(display, target):
+            function = self.summaries[file].functions.get(key)
+            if function is not None and any(draws(file, made) for made in function.returns):
+                return True
+        return False
+
+    def seeds_argument(self, display: str, target: str, keyword: Optional[str], position: Optional[int]) -> bool:
+        """Whether a first-party class seeds the object handed to its constructor as `keyword=`
+        (or at `position`): it calls `.manual_seed`/`.seed` on that parameter in `__init__`, or on
+        the attribute `__init__` stores it in, in any method of the class or its bases."""
+        found = self.class_node(display, target)
+        if found is None:
+            return False
+        cls = self.summaries[found[0]].classes[found[1]]
+        parameters = cls.init_parameters[1:]  # after `self`
+        name = keyword if keyword in parameters else parameters[position] if position is not None and position < len(parameters) else None
+        if name is None:
+            return False
+        if name in cls.seeded_parameters:
+            return True
+        attributes = {attribute for attribute, parameter in cls.attribute_parameters.items() if parameter == name}
+        return any(
+            attribute in self.summaries[file].classes[base].seeded_attributes
+            for file, base in self.base_classes(found[0], found[1], set())
+            for attribute in attributes
+        )
+
     def base_classes(self, display: str, name: str, seen: Set[Tuple[str, str]]) -> List[Tuple[str, str]]:
         """The class and its first-party bases, nearest first."""
         if (display, name) in seen:
@@ -540,7 +582,9 @@ class Project:
                     continue
                 # RULES.md, "More decisions from the second sample": a helper is named for seeding and
                 # lives outside the tests (a `main()` that seeds before spawning is not one).
-                if "seed" not in name.lower() or _is_test_file(display):
+                # Its body does nothing but seed, set flags, log and handle its arguments, and it lives
+                # outside every entry-point script.
+                if "seed" not in name.lower() or _is_test_file(display) or function.does_more or self.entry_point(display) is not None:
                     continue
                 reach = self.reach((display, name))
                 # A helper seeds and does nothing else worth naming: no draws, no device work, no processes.

@@ -270,6 +270,10 @@ class _AstScanner:
                     target = f"{types[func.value.id]}.{func.attr}"
                 if target:
                     function.add_call(target, seen)
+                if isinstance(func, ast.Attribute) and func.attr == "set_epoch":
+                    receiver = _ast_dotted(func.value)
+                    if receiver is not None and receiver not in self.summary.set_epoch:
+                        self.summary.set_epoch.append(receiver)
                 if isinstance(child.func, ast.Attribute) and child.func.attr == "cuda" and len(function.cuda) < MAX_SITES:
                     function.cuda.append(Site(child.lineno, "`.cuda()`"))
                 runs_arguments = target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS)

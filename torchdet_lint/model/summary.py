@@ -71,6 +71,10 @@ class FunctionSummary:
     raising: Dict[str, List[Site]] = field(default_factory=dict)
     loading: List[Site] = field(default_factory=list)  # DataLoaders, random samplers and splits built here
     spawns: List[Spawn] = field(default_factory=list)  # functions started in new processes from here
+    # A call that is not seeding, a flag setting, logging or argument handling: not a seeding helper
+    # a fix may call (RULES.md, "More decisions from the second sample").
+    does_more: bool = False
+    returns: List[str] = field(default_factory=list)  # targets of the calls it returns (`return Net(...)`): a factory
 
     def add_call(self, target: str, seen: Set[str]) -> None:
         if target not in seen:
@@ -112,6 +116,12 @@ class ClassSummary:
     methods: List[str] = field(default_factory=list)
     rng_attributes: List[RngAttribute] = field(default_factory=list)  # class body and __init__
     global_draws: List[Site] = field(default_factory=list)  # legacy NumPy global RNG in any method
+    # TDL005: the `__init__` parameters (in order) and those the class seeds itself
+    # (`param.manual_seed(...)`, or `self.g = param` and `self.g.manual_seed(...)` in any method).
+    init_parameters: List[str] = field(default_factory=list)
+    seeded_parameters: List[str] = field(default_factory=list)
+    attribute_parameters: Dict[str, str] = field(default_factory=dict)  # `self.<attr> = <param>` in __init__
+    seeded_attributes: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -203,6 +213,8 @@ class FileSummary:
     function_tops: Dict[str, FunctionTop] = field(default_factory=dict)
     # Function key -> (first line, last line), in files with findings: which code a finding is in.
     spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    # The receivers of `.set_epoch(` calls, as written (`sampler`, `loader.sampler`): TDL105 across files.
+    set_epoch: List[str] = field(default_factory=list)
     # Checkpoints, optimizer loads, RNG state reads, loader generators, reseeding loops (TDL008).
     resume: Optional["ResumeFacts"] = None
 

@@ -31,7 +31,7 @@ _DATASET_CONSTRUCTORS = frozenset(
 
 
 # Calls that re-package a listing in the same order: what encloses them decides its use.
-_REPACKAGING = frozenset({"builtins.list", "builtins.tuple", "builtins.filter"})
+_REPACKAGING = frozenset({"builtins.list", "builtins.tuple", "builtins.filter", "builtins.map"})
 _THROUGH = "through"
 
 
@@ -60,6 +60,11 @@ class UnorderedFileListing(Rule):
     entry.name)` for `os.scandir`, whose entries do not compare). A lazy
     iterator becomes a list, which costs memory for huge directories. No fix
     when the listing is used as a context manager or given to `next(...)`.
+
+    Order-free uses include `max(...)`/`min(...)` of the listing after
+    `list(...)`, `map(...)`, `filter(...)` or a comprehension (the newest
+    checkpoint's step), and testing it for emptiness (`max(steps) if steps
+    else 0`).
 
     ## Known problems
     A listing sorted later by a function that receives it is reported, and so
@@ -102,6 +107,7 @@ class UnorderedFileListing(Rule):
         self.sorted_names: Set[str] = set()
         self.flows: List[Dict[str, int]] = [{}]  # per function: name -> the listing it holds
         self.deriving: Set[int] = set()  # Name nodes read to derive another listing name (not a use)
+        self.tests: Set[int] = set()  # the tests of `if` statements and expressions
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if not self.dataset_file:
@@ -119,7 +125,7 @@ class UnorderedFileListing(Rule):
     def _source(self, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """What a value is a re-packaging of: `list(x)`, `tuple(x)`, `filter(f, x)`, or a
         comprehension over `x` (the listing keeps its order through them)."""
-        while isinstance(value, cst.Call) and dotted_name(value.func) in ("list", "tuple", "filter") and value.args:
+        while isinstance(value, cst.Call) and dotted_name(value.func) in ("list", "tuple", "filter", "map") and value.args:
             value = value.args[-1].value
         if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
             return value.for_in.iter
@@ -156,7 +162,14 @@ class UnorderedFileListing(Rule):
         listing = self.flows[-1].get(node.value)
         if listing is None or id(node) in self.deriving:
             return
-        self.uses[listing].add(self._use())
+        # `max(steps) if steps else 0`: testing whether the listing is empty needs no order.
+        self.uses[listing].add("order-free" if id(node) in self.tests else self._use())
+
+    def visit_If(self, node: cst.If) -> None:
+        self.tests.add(id(node.test))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.tests.add(id(node.test))
 
     def _use(self) -> str:
         if "sorted" in self.enclosing:
@@ -186,7 +199,7 @@ class UnorderedFileListing(Rule):
                     self.uses[listing].add("sorted")
             self.enclosing.append("other")
             return
-        cheap = attribute in ("sorted", "len", "set", "frozenset", "sum", "any", "all", "max", "min", "Counter", "next", "list", "tuple", "filter")
+        cheap = attribute in ("sorted", "len", "set", "frozenset", "sum", "any", "all", "max", "min", "Counter", "next", "list", "tuple", "filter", "map")
         cheap = cheap or attribute in ("listdir", "scandir", "glob", "iglob", "rglob", "iterdir")
         if not cheap:
             if not self.dataset_file:

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.call_edits import with_first_argument
-from torchdet_lint.diagnostics import Applicability, FixBuilder
+from torchdet_lint.diagnostics import SILENCED_BY_SEEDING_CONSTRUCTOR, Applicability, FixBuilder
 from torchdet_lint.names import arg_value, dotted_name, literal
 from torchdet_lint.rule import FixAvailability, Rule, last_names
 
@@ -31,6 +31,16 @@ class UnseededRngObject(Rule):
     and a different seed still gives different draws. That is safe in a file
     that imports torch. Elsewhere the fix uses config `seed` (default 0) and is
     unsafe: it freezes draws that were meant to vary.
+
+    A `None` seed, literal or through a name bound only to `None`
+    (`seed = None` then `default_rng(seed)`), is no seed: TDL005, not
+    TDL007. An object handed to a first-party constructor that seeds that
+    parameter itself (`.manual_seed(...)`/`.seed(...)` on the parameter in
+    `__init__`, or on the attribute `__init__` stores it in, in any method of
+    the class or its bases, such as a sampler's `__iter__` seeding from
+    `seed + epoch`) is seeded: silent, also when the class is imported from
+    another module of the project. A parameter that defaults to `None` is
+    the caller's choice and is not reported.
 
     ## Known problems
     An object seeded in another file, or through a helper that receives it, is
@@ -66,6 +76,10 @@ class UnseededRngObject(Rule):
         self.bound: Dict[int, str] = {}
         self.seeded_names: Set[str] = set()
         self.candidates: List[Tuple[cst.Call, str]] = []
+        # Arguments handed to a call that may be a first-party constructor: name (or id of an inline
+        # construction) -> (call target, keyword, position).
+        self.handed: Dict[object, List[Tuple[str, Optional[str], Optional[int]]]] = {}
+        self.none_names: Set[str] = set()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call):
@@ -82,10 +96,11 @@ class UnseededRngObject(Rule):
         if qualified not in SEED_KEYWORDS:
             return False
         seed = arg_value(call, SEED_KEYWORDS[qualified], 0)
-        return seed is not None and literal(seed) is not None
+        return seed is not None and literal(seed) is not None and not self._none(seed)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        self._hand(node)
         if isinstance(func, cst.Attribute) and func.attr.value in ("manual_seed", "seed"):
             if isinstance(func.value, cst.Call):
                 self.chained.add(id(func.value))
@@ -103,11 +118,38 @@ class UnseededRngObject(Rule):
             return
         if qualified != "torch.Generator":
             seed = arg_value(node, SEED_KEYWORDS[qualified], 0)
-            if seed is not None and literal(seed) is not None:
+            if seed is not None and literal(seed) is not None and not self._none(seed):
                 return
             if any(arg.star for arg in node.args):
                 return
         self.candidates.append((node, qualified))
+
+    def _hand(self, call: cst.Call) -> None:
+        """Remember the names and inline calls handed to a call that may build a first-party
+        object (a capitalised callee): the project phase asks whether its class seeds them."""
+        func = call.func
+        last = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ""
+        if not last[:1].isupper() or not call.args:
+            return
+        target = self.context.call_name(call) or (f".{func.value}" if type(func) is cst.Name else None)
+        if target is None or target.startswith("builtins."):
+            return
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            key = arg.value.value if type(arg.value) is cst.Name else id(arg.value)
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            self.handed.setdefault(key, []).append((target, keyword, None if keyword else position))
+            if keyword is None:
+                position += 1
+
+    def _none(self, seed: cst.BaseExpression) -> bool:
+        """A seed that is `None` (`seed = None` then `default_rng(seed)`): the object is unseeded."""
+        if type(seed) is not cst.Name:
+            return False
+        values = self.context.scopes.values(seed.value)
+        return bool(values) and all(type(v) is cst.Name and v.value == "None" for v in values)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for node, qualified in self.candidates:
@@ -117,7 +159,13 @@ class UnseededRngObject(Rule):
             if name is not None and name in self.seeded_names:
                 continue
             spelling = dotted_name(node.func) or qualified
-            self.report(node, f"`{spelling}(...)` is created without a seed and never seeded: its draws differ between runs", self._fix(node, qualified))
+            handed = self.handed.get(name if name is not None else id(node), [])
+            self.report(
+                node,
+                f"`{spelling}(...)` is created without a seed and never seeded: its draws differ between runs",
+                self._fix(node, qualified),
+                extra={SILENCED_BY_SEEDING_CONSTRUCTOR: handed} if handed else None,
+            )
 
     def _fix(self, node: cst.Call, qualified: str) -> Optional[FixBuilder]:
         final = self.context.resolver.module_final

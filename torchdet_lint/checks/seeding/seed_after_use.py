@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchdet_lint.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS
 from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
@@ -18,6 +19,7 @@ from torchdet_lint.model.summary import RNG_KINDS
 from torchdet_lint.names import dotted_name
 from torchdet_lint.rule import Rule, last_names
 
+_FIRST_PARTY = "first-party"  # calls of another module's code, which may build a module
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
 MAX_DRAWS = 8  # draws remembered per generator and body, before its first seed
 
@@ -51,9 +53,13 @@ class SeedAfterRngUse(Rule):
 
     ## Known problems
     Only one body at a time is seen (a module with its main block, or one
-    function): a draw in a function called before the seed is not. A first-party
-    model class built before the seed is seen when it is defined in the same
-    file.
+    function): a draw in a function called before the seed is not, except
+    building a model: a first-party `nn.Module` subclass built before the
+    seed draws from torch as building `nn.Linear` does, whether it is
+    defined in the same file, imported from another module of the project
+    (the project phase checks that its construction reaches a torch draw
+    and does not seed first), or returned by a first-party factory
+    (`model = build_model(cfg)` whose `return` builds such a class).
 
     ## Options
     `seed-functions` (their calls are seeding calls too).
@@ -119,25 +125,41 @@ class SeedAfterRngUse(Rule):
                 for draw in [next((d for d in drawn.get(kind, ()) if not any(_within(d, v) for v in sources)), None)]
                 if draw is not None
             ]
+            seed_spelling = dotted_name(node.func) or "the seeding call"
             if late:
                 kind, draw = late[0]
                 line = self.context.node_range(draw)[0]
                 spelling = dotted_name(draw.func) or "a call"
-                seed_spelling = dotted_name(node.func) or "the seeding call"
                 self.report(
                     node,
                     f"`{seed_spelling}(...)` comes after `{spelling}(...)` (line {line}) already drew from "
                     f"{RNG_WORDS[kind]}: what that drew differs between runs; seed before it",
                 )
+            elif "torch" in covers and drawn.get(_FIRST_PARTY):
+                # Another module's class or factory: whether it builds a module that draws is the
+                # project's to say (RULES.md, "Catalog and evidence").
+                built = [(target, dotted_name(call.func) or target, self.context.node_range(call)[0]) for call, target in drawn[_FIRST_PARTY]]
+                self.report(
+                    node,
+                    f"`{seed_spelling}(...)` comes after {DRAW_PLACEHOLDER} already drew from torch (a first-party module's "
+                    "initial weights): what that drew differs between runs; seed before it",
+                    extra={KEPT_IF_FIRST_PARTY_DRAWS: built},
+                )
             seeded.update(covers)
             for kind in covers:
                 drawn.pop(kind, None)
+            if "torch" in covers:
+                drawn.pop(_FIRST_PARTY, None)
             return
         kind = self._draw(node, qualified)
         if kind is not None and kind not in seeded:
             draws = drawn.setdefault(kind, [])
             if len(draws) < MAX_DRAWS:
                 draws.append(node)
+        elif kind is None and qualified is not None and "torch" not in seeded and qualified.split(".", 1)[0] in self.context.first_party:
+            built = drawn.setdefault(_FIRST_PARTY, [])
+            if len(built) < MAX_DRAWS:
+                built.append((node, qualified))
 
     def _seed_sources(self, call: cst.Call) -> List[cst.BaseExpression]:
         """What the seed of a seeding call is made of: its arguments, and the values given so far

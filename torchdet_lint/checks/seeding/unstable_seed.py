@@ -21,6 +21,10 @@ _UNSTABLE_NAMES = frozenset(
 )
 
 
+# Calls whose result is a number: hashing it is stable.
+_NUMBER_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.len", "builtins.round", "builtins.abs", "builtins.sum"})
+
+
 class UnstableSeedValue(Rule):
     """
     ## Why is this bad?
@@ -42,9 +46,16 @@ class UnstableSeedValue(Rule):
     included: `if opt.seed is None: opt.seed = random.randint(...)` makes
     `random.seed(opt.seed)` unstable on that path.
 
+    `hash(...)` counts only when the hashed value can hold a `str` or `bytes`
+    (RULES.md, "More decisions from the second sample"): `hash((epoch, step))`
+    over loop counters (`range`, enumerate's index), ints, arithmetic on them,
+    `len(...)`/`int(...)` results or parameters annotated `int`/`float` is
+    the same in every run and is silent.
+
     ## Known problems
-    `hash(x)` of a name is reported as "may be a str"; hashing a number is
-    stable (hash a string with `zlib.crc32` or `hashlib` to get a stable seed).
+    `hash(x)` of a value whose type is not visible (a parameter without an
+    annotation, an attribute) is reported as "may be a str"; hash a string
+    with `zlib.crc32` or `hashlib` to get a stable seed.
 
     ## Options
     None.
@@ -126,22 +137,67 @@ class UnstableSeedValue(Rule):
             return None
         if not isinstance(node, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.Attribute, cst.IfExp)):
             return None
-        return self._unstable(node)
+        return self._unstable(node, depth)
 
-    def _unstable(self, node: cst.CSTNode) -> Optional[str]:
+    def _text(self, node: Optional[cst.BaseExpression], depth: int) -> Optional[str]:
+        """Whether a hashed value can hold a str or bytes (their hashes change with every
+        interpreter; those of ints, floats and tuples of them do not): "a str", "a value that may
+        be a str", or None. Followed through tuples, arithmetic and the names of this function:
+        loop counters (`range`, enumerate's index), parameters annotated as numbers and names
+        bound only to numbers are numbers."""
+        if node is None or depth > 4:
+            return None
+        value = literal(node)
+        if isinstance(value, (str, bytes)):
+            return "a str"
+        if value is not NOT_LITERAL:
+            return None if not isinstance(value, (tuple, list, frozenset)) or not any(isinstance(v, (str, bytes)) for v in value) else "a str"
+        if isinstance(node, (cst.FormattedString, cst.SimpleString, cst.ConcatenatedString)):
+            return "a str"
+        if isinstance(node, (cst.Tuple, cst.List)):
+            found = [self._text(element.value, depth + 1) for element in node.elements]
+            return "a str" if "a str" in found else next((f for f in found if f), None)
+        if isinstance(node, cst.BinaryOperation):
+            found = [self._text(side, depth + 1) for side in (node.left, node.right)]
+            return "a str" if "a str" in found else next((f for f in found if f), None)
+        if isinstance(node, cst.UnaryOperation):
+            return self._text(node.expression, depth + 1)
+        if isinstance(node, cst.Call):
+            name = self.context.call_name(node)
+            if name in _NUMBER_CALLS:
+                return None
+            if name in ("builtins.str", "builtins.repr", "builtins.bytes"):
+                return "a str"
+        if isinstance(node, cst.Name):
+            scopes = self.context.scopes
+            annotation = scopes.annotation(node.value)
+            if annotation is not None and isinstance(annotation, cst.Name) and annotation.value in ("int", "float", "bool", "str", "bytes"):
+                return "a str" if annotation.value in ("str", "bytes") else None
+            if scopes.is_counter(node.value):
+                return None
+            values = scopes.values(node.value)
+            if values and all(v is not None for v in values):
+                found = [self._text(v, depth + 1) for v in values]
+                return "a str" if "a str" in found else next((f for f in found if f), None)
+        return "a value that may be a str"
+
+    def _unstable(self, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
         stack = [node]
         while stack:
             current = stack.pop()
+            if type(current) is cst.Name and current is not node and depth < 4:
+                # `local = seed + 1` with `seed = int(time.time())`: the names inside an expression too.
+                found = self._unstable_value(current, depth + 1)
+                if found is not None:
+                    return found
+                continue
             if isinstance(current, cst.Call):
                 name = self.context.call_name(current)
                 spelling = dotted_name(current.func) or "a call"
                 if name == "builtins.hash":
-                    argument = arg_value(current, position=0)
-                    value = literal(argument)
-                    if isinstance(value, str):
-                        return "`hash()` of a str (randomised per interpreter)"
-                    if value is NOT_LITERAL and not isinstance(argument, (cst.Integer, cst.Float)):
-                        return "`hash()` of a value that may be a str (randomised per interpreter)"
+                    text = self._text(arg_value(current, position=0), 0)
+                    if text is not None:
+                        return f"`hash()` of {text} (randomised per interpreter)"
                 elif name and (name.startswith(_UNSTABLE_PREFIXES) or name in _UNSTABLE_NAMES):
                     return f"`{spelling}()`"
                 elif name and draw_kind(name) is not None:
