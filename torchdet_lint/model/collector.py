@@ -35,7 +35,7 @@ from torchdet_lint.model.facts import (
     mentions_cuda,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
-from torchdet_lint.model.makers import MAX_CANDIDATES, Makers
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
@@ -124,8 +124,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.spawn_calls: List[Tuple[cst.Call, Spawn]] = []  # placed in `finish`
         # Enclosing `if` statements: [node, in its else branch]; a seed guarded by one is copied with it.
         self.ifs: List[List[Any]] = []
-        # Targets through the context's memo: the walk resolves the same calls again when it visits them.
-        self.makers = Makers(context.scopes, lambda func: self._target(func, context.qualified_name(func)), self._registry_member, context.first_party)
+        self.makers = Makers(context.scopes, context.first_party)
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -297,6 +296,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if found:
             self.summary.decorators[node.name.value] = found
 
+    def _makers_of(self, expression: cst.BaseExpression) -> List[str]:
+        return self.makers.of(expression, self._call_target, self._registry_member)
+
+    def _call_target(self, func: cst.BaseExpression) -> Optional[str]:
+        # Through the context's memo: the walk resolves the same call again when it visits it.
+        return self._target(func, self.context.qualified_name(func))
+
     def _registry_member(self, registry: cst.BaseExpression) -> Optional[str]:
         """"<registry>[]" for `REGISTRY[...]`: the project phase resolves it through
         `FileSummary.registries` and the registering decorators."""
@@ -319,7 +325,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None and self.key not in (MODULE_KEY, MAIN_KEY, LAMBDA_KEY):
             returns = self.function.returns
-            for made in self.makers.of(node.value):
+            for made in self._makers_of(node.value):
                 if made not in returns and len(returns) < MAX_CANDIDATES:
                     returns.append(made)
 
@@ -491,7 +497,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._cuda(function, site("`device=\"cuda\"`"))
         for instance_call in self._instance_calls(func, qualified):
             function.add_call(instance_call, seen)
-        if attribute is not None and qualified is None:
+        if attribute is not None and qualified is None and attribute not in COMMON_METHODS:
             for made in self._receiver_makers(func.value):
                 function.add_call(f"{made}.{attribute}", seen)
         # RNG draws
@@ -581,9 +587,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         (`TrainLoop(...).run_loop()`), a name or `self.` attribute bound from one."""
         kind = type(receiver)
         if kind is cst.Call or (kind is cst.Name and receiver.value != "self"):
-            return self.makers.of(receiver)
+            return self._makers_of(receiver)
         if kind is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
-            return self.makers.of(receiver)
+            return self._makers_of(receiver)
         return []
 
     def _runs_object(self, value: cst.BaseExpression, function: FunctionSummary, seen: Set[str]) -> None:
@@ -638,13 +644,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if func.value in types:
                 found.append(f"{types[func.value]}.__call__")
             if qualified is None:  # a local, not an import or a builtin: `x = a or Net()`
-                found.extend(f"{made}.__call__" for made in self.makers.of(func))
+                found.extend(f"{made}.__call__" for made in self._makers_of(func))
         elif kind is cst.Call:
             made = self._target(func.func)
             if made:
                 found.append(f"{made}.__call__")
         elif kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
-            found.extend(f"{made}.__call__" for made in self.makers.of(func))
+            found.extend(f"{made}.__call__" for made in self._makers_of(func))
         elif kind is cst.Subscript:
             member = self._registry_member(func.value)
             if member:

@@ -17,28 +17,47 @@ from torchdet_lint.scopes import ScopeTracker
 # member of it from each call would make a reach as wide as the project.
 MAX_CANDIDATES = 4
 MAX_STEPS = 3  # names followed to their values: `loop = make(); runner = loop or other`
+# Methods of tensors, containers and strings, called on locals at almost every line of model
+# code (`x.view(...)`, `out.append(...)`): looking up what `x` was built by costs the walk time
+# and cannot find a first-party method (a project's own class rarely names one so). Names a
+# trainer or a loop defines (`train`, `step`, `update`, `run`, `fit`) are not here.
+COMMON_METHODS = frozenset(
+    """view reshape permute transpose contiguous flatten unsqueeze squeeze expand expand_as repeat
+    size dim numel mean sum max min std var norm abs clamp clamp_ exp log sqrt pow sigmoid softmax
+    float double half long int bool to cuda cpu detach numpy item tolist type type_as chunk split
+    narrow unbind gather masked_fill masked_fill_ fill_ zero_ add add_ sub sub_ mul mul_ div div_
+    matmul bmm mm t flip roll argmax argmin topk sort eq ne gt lt ge le all any new_zeros new_ones
+    new_empty new_full copy_ clone requires_grad_ register_buffer register_parameter append extend
+    insert pop remove items keys values setdefault join format strip lstrip rstrip replace
+    startswith endswith lower upper encode decode""".split()
+)
+
+
+Target = Callable[[cst.CSTNode], Optional[str]]
 
 
 class Makers:
-    """`of(expression)`: the first-party call targets (qualified, or ".Local" of this file)
-    whose result the expression may hold; the project phase tells classes from functions."""
+    """`of(expression, target, registry)`: the first-party call targets (qualified, or ".Local"
+    of this file) whose result the expression may hold; the project phase tells classes from
+    functions. `target` names a call's function, `registry` turns `_MODELS` of `_MODELS[name]`
+    into "<registry>[]". They are handed in at each question, never kept: a collector holding a
+    Makers that held its bound methods would be a reference cycle, and each file's syntax tree
+    would then wait for the cycle collector instead of being freed at once."""
 
-    def __init__(
-        self,
-        scopes: ScopeTracker,
-        target: Callable[[cst.CSTNode], Optional[str]],
-        registry: Callable[[cst.BaseExpression], Optional[str]],
-        first_party: frozenset,
-    ) -> None:
+    def __init__(self, scopes: ScopeTracker, first_party: frozenset) -> None:
         self.scopes = scopes
-        self.target = target
-        self.registry = registry  # `_MODELS` in `_MODELS[name]` -> "<registry>[]", or None
         self.first_party = first_party
         self._made: Dict[int, Optional[str]] = {}  # id of a call -> its first-party target
+        self.target: Optional[Target] = None
+        self.registry: Optional[Target] = None
 
-    def of(self, expression: cst.BaseExpression) -> List[str]:
+    def of(self, expression: cst.BaseExpression, target: Target, registry: Target) -> List[str]:
         found: List[str] = []
-        self._collect(expression, found, 0)
+        self.target, self.registry = target, registry
+        try:
+            self._collect(expression, found, 0)
+        finally:
+            self.target = self.registry = None
         return found
 
     def _collect(self, node: Optional[cst.BaseExpression], found: List[str], steps: int) -> None:

@@ -10,7 +10,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.model.facts import CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
-from torchdet_lint.model.makers import MAX_CANDIDATES, MAX_STEPS
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS
 from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_SITES,
@@ -358,7 +358,7 @@ class _AstScanner:
                     if runs_arguments:  # `executor.submit(trainer)`: the launcher calls the object
                         for made in self._makers(argument, key, class_name, []):
                             function.add_call(f"{made}.__call__", seen)
-                if isinstance(func, ast.Attribute) and (target is None or not isinstance(func.value, ast.Name) or func.value.id in values):
+                if isinstance(func, ast.Attribute) and func.attr not in COMMON_METHODS and (target is None or not isinstance(func.value, ast.Name) or func.value.id in values):
                     # `TrainLoop(...).run_loop()`, `self.sampler.sample()`, `loop.run()`
                     for made in self._makers(func.value, key, class_name, []):
                         function.add_call(f"{made}.{func.attr}", seen)
