@@ -152,23 +152,52 @@ def test_the_summary_index_is_filled_cold_and_read_warm(tmp_path: Path) -> None:
     assert _codes(_json("train.py", cwd=project), "train.py") == ["TDL001"]
 
 
-def test_with_no_marker_the_working_directory_is_the_root_unless_it_is_home(tmp_path: Path) -> None:
-    """A home directory (or /) is where a command is run from, not a project: walking it
-    for a file with no marker above took minutes. Any other working directory is the root."""
+# Runs the command line in this process under an audit hook that records every file opened
+# and every directory listed below the working directory (`--jobs 1`: no worker processes).
+_AUDITED_RUN = """\
+import json, os, sys
+cwd = os.getcwd() + os.sep
+touched = []
 
-    def context_files(cwd: Path, home: Path) -> int:
-        code, _, err = run_cli("--verbose", "scripts/train2.py", cwd=cwd, env={"HOME": str(home)})
-        assert code == 1, err  # train2.py never seeds
-        line = next(line for line in err.splitlines() if line.startswith("timings: "))
-        return json.loads(line[len("timings: "):])["context_files"]
+def hook(event, args):
+    if event in ("open", "os.scandir", "os.listdir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.path.abspath(os.fsdecode(args[0]))
+        if path.startswith(cwd):
+            touched.append(path[len(cwd):])
 
-    for directory in (tmp_path / "home", tmp_path / "work"):
-        (directory / "scripts").mkdir(parents=True)
-        (directory / "scripts" / "train2.py").write_text(UNSEEDED, encoding="utf-8")
-        (directory / "notes.py").write_text("print('not part of the script')\n", encoding="utf-8")
-    assert context_files(tmp_path / "home", home=tmp_path / "home") == 0
-    assert not (tmp_path / "home" / ".torchdet_lint_cache").exists()
-    assert context_files(tmp_path / "work", home=tmp_path / "home") == 1
+sys.addaudithook(hook)
+from torchdet_lint.cli import main
+code = main(sys.argv[2:])
+sys.stderr.write("touched: " + json.dumps(sorted(set(touched))) + "\\n")
+sys.exit(code)
+"""
+
+
+def test_with_no_marker_a_loose_file_is_a_project_of_its_own_directory(tmp_path: Path) -> None:
+    """RULES.md, "Decisions from real repositories": from a folder of many checkouts, a loose
+    script with no marker above it is a project of its own directory; the run opens and lists
+    nothing else under the working directory (it walked every tree below it: 126 s)."""
+    folder = tmp_path / "checkouts"
+    for index in range(40):
+        checkout = folder / f"repo{index}" / "src"
+        checkout.mkdir(parents=True)
+        (checkout / "model.py").write_text("import torch\n\ndef f(:\n", encoding="utf-8")  # broken on purpose
+        (checkout / "train.py").write_text(UNSEEDED, encoding="utf-8")
+    (folder / "helpers.py").write_text(SEED_HELPER, encoding="utf-8")
+    (folder / "scratch").mkdir()
+    (folder / "scratch" / "x.py").write_text(UNSEEDED.replace("utils.seed", "helpers"), encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-c", _AUDITED_RUN, "-", "--jobs", "1", "--verbose", "--output-format", "json", "scratch/x.py"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 1, completed.stderr
+    touched = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("touched: "))[len("touched: "):])
+    assert "scratch/x.py" in touched
+    assert [path for path in touched if not path.startswith("scratch")] == []
+    # `helpers.py` lies outside the project: its seeding is not seen, and no other file is analysed.
+    assert _codes(json.loads(completed.stdout), "scratch/x.py") == SEED_CODES
+    timings = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("timings: "))[len("timings: "):])
+    assert timings["context_files"] == 0
 
 
 def test_a_monorepo_lints_each_sub_project_at_its_own_torch_version(tmp_path: Path) -> None:

@@ -138,6 +138,40 @@ def test_methods_through_local_instances_and_inherited_init() -> None:
     assert "at trainer.py:15" in messages["TDL302"]
 
 
+def _registry_project(members: int) -> Dict[str, str]:
+    """`members` functions registered by a decorator; only the last one draws."""
+    functions = "".join(f"@register\ndef metric_{i}(x):\n    return x\n\n\n" for i in range(members - 1))
+    functions += f"@register\ndef metric_{members - 1}(x):\n    return x + random.random()\n"
+    return {
+        "metrics.py": f"import random\n\n_METRICS = {{}}\n\n\ndef register(fn):\n    _METRICS[fn.__name__] = fn\n    return fn\n\n\n{functions}",
+        "main.py": "import sys\n\nfrom metrics import _METRICS\n\nif __name__ == '__main__':\n    print(_METRICS[sys.argv[1]](1))\n",
+    }
+
+
+def test_a_registry_is_followed_up_to_64_members_and_a_model_zoo_is_not() -> None:
+    """README, "Reach through objects": picking from a registry reaches every member, but a
+    registry past 64 members (timm's `@register_model` zoo) would make every pick reach it all."""
+    assert _codes(lint_sources(_registry_project(64), select=["TDL002"])) == ["main.py:5:1 TDL002"]
+    assert _codes(lint_sources(_registry_project(65), select=["TDL002"])) == []
+
+
+def test_a_method_on_a_factory_result_in_a_deep_hierarchy_stays_bounded() -> None:
+    """Two hundred subclasses, each overriding `step`: the factory's candidates are the classes it
+    returns (two), and only those `step`s are reached."""
+    classes = "".join(f"class Loop{i}(Loop{i - 1}):\n    def step(self):\n        return {i}\n\n\n" for i in range(1, 200))
+    sources = {
+        "loops.py": (
+            "import torch\n\n\nclass Loop0:\n    def step(self):\n        return 0\n\n\n" + classes
+            + "class Noisy(Loop0):\n    def step(self):\n        return torch.rand(1)\n\n\n"
+            + "def make(name):\n    return Loop7() if name == 'seven' else Loop150()\n\n\n"
+            + "def make_noisy(name):\n    return Loop3() if name else Noisy()\n"
+        ),
+        "quiet.py": "import sys\n\nfrom loops import make\n\nif __name__ == '__main__':\n    print(make(sys.argv[1]).step())\n",
+        "noisy.py": "import sys\n\nfrom loops import make_noisy\n\nif __name__ == '__main__':\n    print(make_noisy(sys.argv[1]).step())\n",
+    }
+    assert _codes(lint_sources(sources, select=["TDL001"])) == ["noisy.py:5:1 TDL001"]
+
+
 def test_a_chain_through_a_file_the_pre_filter_skips_is_kept() -> None:
     # main.py mentions none of the pre-filter's words: it is not parsed by LibCST,
     # but its imports, calls and main block come from the cheap scan.

@@ -5,9 +5,8 @@ A file's configuration is the nearest `pyproject.toml` above it with a
 `[tool.torchdet-lint]` table (`--config` overrides it for all files), as in
 Ruff. Its project root is the directory of that configuration, else the
 nearest ancestor holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`,
-else the working directory (RULES.md, "Decisions from real repositories"),
-unless that is the home directory or the filesystem root: then the file's own
-directory.
+else the named file's own directory, or the named directory itself (RULES.md,
+"Decisions from real repositories": the working directory is no fallback).
 The project is the tree under its root, minus nested sub-projects (a
 directory whose files have another root) and excluded files: what
 `torchdet-lint .` at the root lints. Named files are reported; the project's
@@ -71,7 +70,6 @@ class Workspace:
         overrides: Callable[[Settings], Settings] = lambda settings: settings,
     ) -> None:
         self.cwd = Path(os.path.abspath(cwd or Path.cwd()))
-        self._cwd_may_be_a_root = not _never_a_project(self.cwd)
         self.config_override = Path(os.path.abspath(config_override)) if config_override else None
         self.overrides = overrides
         self._nearest_config: Dict[Path, Optional[Path]] = {}
@@ -142,7 +140,9 @@ class Workspace:
         marked = self._nearest_marker_directory(directory)
         if marked is not None:
             return marked, config
-        return (self.cwd if self._cwd_may_be_a_root and _is_within(directory, self.cwd) else directory), config
+        # No marker: the file's own directory. The working directory is where a command is run
+        # from (a folder of many checkouts, home): one loose script walked every tree below it.
+        return directory, config
 
     def scope_for(self, directory: Path) -> ProjectScope:
         root, config = self.root_for(directory)
@@ -269,13 +269,6 @@ class Workspace:
         elif all(file.path != path for file in scope.files):
             scope.files = sorted([*scope.files, SourceFile(path, display_path(path, self.cwd), True)], key=lambda f: f.display)
         return scope
-
-
-def _never_a_project(directory: Path) -> bool:
-    """The filesystem root and the home directory are where commands are run from,
-    not projects: a file with no marker above it, linted from there, is a project
-    of its own directory (walking the whole disk or home took minutes)."""
-    return directory == Path(directory.anchor) or directory == Path(os.path.abspath(os.path.expanduser("~")))
 
 
 def _is_within(path: Path, directory: Path) -> bool:

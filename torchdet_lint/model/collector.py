@@ -36,6 +36,7 @@ from torchdet_lint.model.facts import (
     mentions_cuda,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
@@ -129,6 +130,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # Raising operations whose gradient question is decided at the end of the file, as TDL202
         # decides it: (function, call index, the function's identity, as found, as without a gradient).
         self.raising_undecided: List[Tuple[FunctionSummary, int, Any, Optional[OperationMatch], Optional[OperationMatch]]] = []
+        self.makers = Makers(context.scopes, context.first_party)
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -249,6 +251,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             name = node.name.value
             bases = [t for t in (self._target(arg.value) for arg in node.bases if arg.keyword is None) if t]
             self.summary.classes[name] = ClassSummary(0, bases)
+            self._decorators(node)
             self.class_stack.append(name)
         else:
             self.class_stack.append(None)
@@ -274,6 +277,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             else:
                 self.summary.signatures[name] = _signature(node)
                 self.function_nodes[name] = node
+                self._decorators(node)
             self.summary.function(key)
             self.keys.append((key, class_name, set(), {}))
         elif self.class_stack and self.class_stack[-1] is None:
@@ -288,6 +292,51 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self.summary.function(key)
             self.keys.append((key, self.keys[-1][1], set(), dict(self.keys[-1][3])))
         self.bound_expressions.append({})
+
+    def _decorators(self, node: Any) -> None:
+        """A module-level definition's first-party decorators (`@register`, `@register("acc")`):
+        a registering one puts it in a registry (resolved by the project phase)."""
+        found = []
+        for decorator in node.decorators:
+            expression = decorator.decorator
+            target = self._target(expression.func if type(expression) is cst.Call else expression)
+            if target and self._first_party(target):
+                found.append(target)
+        if found:
+            self.summary.decorators[node.name.value] = found
+
+    def _makers_of(self, expression: cst.BaseExpression) -> List[str]:
+        return self.makers.of(expression, self._call_target, self._registry_member)
+
+    def _call_target(self, func: cst.BaseExpression) -> Optional[str]:
+        # Through the context's memo: the walk resolves the same call again when it visits it.
+        return self._target(func, self.context.qualified_name(func))
+
+    def _registry_member(self, registry: cst.BaseExpression) -> Optional[str]:
+        """"<registry>[]" for `REGISTRY[...]`: the project phase resolves it through
+        `FileSummary.registries` and the registering decorators."""
+        if type(registry) not in (cst.Name, cst.Attribute):
+            return None
+        target = self._target(registry)
+        if target is None and type(registry) is cst.Name and self._module_name(registry.value):
+            target = "." + registry.value  # `_METRICS[name](...)` in the registry's own module
+        return f"{target}{REGISTRY_MEMBER}" if target else None
+
+    def _module_name(self, name: str) -> bool:
+        """A name of this module's own (not an import, not a local of the running function)."""
+        return name in self.resolver.module_final and self.resolver.module_final[name] is None and (
+            self.key in (MODULE_KEY, MAIN_KEY) or not self.context.scopes.values(name)
+        )
+
+    def _first_party(self, target: str) -> bool:
+        return target.startswith(".") or target.split(".", 1)[0] in self.context.first_party
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and self.key not in (MODULE_KEY, MAIN_KEY, LAMBDA_KEY):
+            returns = self.function.returns
+            for made in self._makers_of(node.value):
+                if made not in returns and len(returns) < MAX_CANDIDATES:
+                    returns.append(made)
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         if id(node) in self.running_lambdas:
@@ -355,6 +404,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     if value.value in owner.init_parameters:
                         owner.attribute_parameters[attribute.attr.value] = value.value
         for target in node.targets:
+            if type(target.target) is cst.Subscript and type(target.target.value) is cst.Name:
+                self._registering(target.target.value.value, value)
             name = self.context.qualified_name(target.target)
             if name == "torch.backends.cudnn.deterministic" and literal(value) is True:
                 self.function.add_cover("cudnn", self._site("`cudnn.deterministic = True`", "assign"))
@@ -376,13 +427,6 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if receiver.value not in summary.seeded_parameters:
                 summary.seeded_parameters.append(receiver.value)
 
-    def visit_Return(self, node: cst.Return) -> None:
-        if type(node.value) is cst.Call:
-            target = self._target(node.value.func)
-            returns = self.function.returns
-            if target and target not in returns and len(returns) < MAX_SITES:
-                returns.append(target)
-
     def _registry(self, node: cst.Assign) -> None:
         """`MODELS = {"small": Small, "large": Large}`: the functions or classes one may pick."""
         members = [e.value for e in node.value.elements if isinstance(e, (cst.DictElement, cst.Element))]
@@ -391,6 +435,23 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     self.summary.registries[target.target.value] = targets
+
+    def _registering(self, registry: str, value: cst.BaseExpression) -> None:
+        """`REGISTRY[key] = fn`: at module level, `fn` joins the registry; in a function (a
+        registering decorator, `_METRICS[fn.__name__] = fn`), the function is a registrar."""
+        if registry not in self.resolver.module_final or type(value) not in (cst.Name, cst.Attribute):
+            return
+        if self._at_module_level():
+            if not self.in_main:
+                member = self._target(value)
+                if member:
+                    self.summary.registries.setdefault(registry, []).append(member)
+            return
+        owner = self.keys[1][0] if len(self.keys) > 1 else None
+        if owner is None or owner in (MAIN_KEY, LAMBDA_KEY) or "." in owner or self.context.scopes.values(registry):
+            return  # not a module-level function, or a local of that name
+        if type(value) is cst.Name and self.context.scopes.values(value.value) == [None]:  # a parameter: what is decorated
+            self.summary.registrars[owner] = registry
 
     def _record_rng_assignment(self, node: cst.Assign) -> None:
         if not isinstance(node.value, cst.Call):
@@ -461,10 +522,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     function.add_call(reference, seen)
                 elif reference and stores_nothing and (reference.startswith(".") or reference.split(".", 1)[0] in self.context.first_party):
                     function.add_reference(reference)
+            if runs_arguments and type(value) in (cst.Name, cst.Attribute, cst.Call):
+                self._runs_object(value, function, seen)
             if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):
                 self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
-        for instance_call in self._instance_calls(func):
+        for instance_call in self._instance_calls(func, qualified):
             function.add_call(instance_call, seen)
+        if attribute is not None and qualified is None and attribute not in COMMON_METHODS:
+            for made in self._receiver_makers(func.value):
+                function.add_call(f"{made}.{attribute}", seen)
         # RNG draws
         kind = draw_kind(qualified, node)
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
@@ -553,6 +619,22 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
 
+    def _receiver_makers(self, receiver: cst.BaseExpression) -> List[str]:
+        """What `receiver.method()` may be called on: a first-party constructor or factory call
+        (`TrainLoop(...).run_loop()`), a name or `self.` attribute bound from one."""
+        kind = type(receiver)
+        if kind is cst.Call or (kind is cst.Name and receiver.value != "self"):
+            return self._makers_of(receiver)
+        if kind is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
+            return self._makers_of(receiver)
+        return []
+
+    def _runs_object(self, value: cst.BaseExpression, function: FunctionSummary, seen: Set[str]) -> None:
+        """A first-party object handed to a launcher or an executor (`executor.submit(trainer)`):
+        the launcher calls it."""
+        for made in self._receiver_makers(value):
+            function.add_call(f"{made}.__call__", seen)
+
     def _process_start(self, node: cst.Call, qualified: Optional[str], index: int) -> Optional[cst.BaseExpression]:
         """Record a function started in a new process; return the argument that names it."""
         started = process_start(node, qualified, self.context.qualified_name, self.context.scopes)
@@ -560,6 +642,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return None
         expression, method = started
         target = self._target(expression) if type(expression) in (cst.Name, cst.Attribute) else None
+        if target is None:
+            # An object whose `__call__` the new process runs (`pool.submit(trainer)`).
+            made = self._receiver_makers(expression)
+            target = f"{made[0]}.__call__" if made else None
         if target is None:
             return None
         code = self.context.module.code_for_node
@@ -584,7 +670,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if any(part.deep_equals(seed) for part in _subexpressions(test)):
                 site.guard = code(test)
 
-    def _instance_calls(self, func: cst.BaseExpression) -> List[str]:
+    def _instance_calls(self, func: cst.BaseExpression, qualified: Optional[str]) -> List[str]:
         """What calling an object runs: `model(x)` for `model = Net()` (its `__call__`, or `forward`
         for a module), `Net()(x)`, `self.model(x)` for `self.model = Net()`; and the constructors a
         registry call may run, `MODELS[name](...)` for `MODELS = {"a": NetA, "b": NetB}`."""
@@ -594,20 +680,18 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             types = self.keys[-1][3]
             if func.value in types:
                 found.append(f"{types[func.value]}.__call__")
+            if qualified is None:  # a local, not an import or a builtin: `x = a or Net()`
+                found.extend(f"{made}.__call__" for made in self._makers_of(func))
         elif kind is cst.Call:
             made = self._target(func.func)
             if made:
                 found.append(f"{made}.__call__")
         elif kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
-            for value in self.context.scopes.attribute_values(func.attr.value):
-                if isinstance(value, cst.Call):
-                    made = self._target(value.func)
-                    if made:
-                        found.append(f"{made}.__call__")
-        elif kind is cst.Subscript and type(func.value) in (cst.Name, cst.Attribute):
-            registry = self._target(func.value)  # resolved by the project phase through `FileSummary.registries`
-            if registry:
-                found.append(f"{registry}{REGISTRY_MEMBER}")
+            found.extend(f"{made}.__call__" for made in self._makers_of(func))
+        elif kind is cst.Subscript:
+            member = self._registry_member(func.value)
+            if member:
+                found.append(member)
         return found
 
     def _located(self, item: Any, kind: str, index: int) -> Any:

@@ -31,6 +31,9 @@ Node = Tuple[str, str]  # (file path as displayed, function key)
 # `__init__.py`, pytest's `conftest.py`, torch.hub's `hubconf.py` (its module-level code
 # registers the models the hub serves).
 IMPORTED_BY_TOOLS = frozenset({"__init__.py", "conftest.py", "hubconf.py"})
+# A registry filled by a decorator over a whole model zoo: picking "any member" from it would reach
+# the zoo; past this many members a registry call is not followed.
+MAX_REGISTRY_MEMBERS = 64
 
 
 @dataclass
@@ -134,6 +137,7 @@ class Project:
         self._helpers: Optional[List[Tuple[Node, Reach]]] = None
         self._spawned: Optional[List[EntryPoint]] = None
         self._spawn_start: Optional[Set[str]] = None
+        self._registered: Optional[Dict[Tuple[str, str], List[Node]]] = None
 
     # -- the module graph ------------------------------------------------------------------
     @property
@@ -273,10 +277,23 @@ class Project:
         if name in summary.functions and name not in (MODULE_KEY, MAIN_KEY):
             return [(display, name)]
         if name.endswith(REGISTRY_MEMBER):
-            registry = name[: -len(REGISTRY_MEMBER)]
-            if registry in summary.registries:
-                # A member picked from a registry of first-party classes or functions: any of them.
-                return [node for member in summary.registries[registry] for node in self.resolve(display, member, depth + 1)]
+            # A member picked from a registry of first-party classes or functions: any of them.
+            return self._registry_members(display, name[: -len(REGISTRY_MEMBER)], depth)
+        owner, _, method = name.rpartition(".")
+        if owner.endswith(REGISTRY_MEMBER) and method == "__call__":  # `model_fn = MODELS[name]; model_fn(cfg)`
+            return self._registry_members(display, owner[: -len(REGISTRY_MEMBER)], depth)
+        made = summary.functions.get(owner) if owner else None
+        if made is not None and made.returns:
+            # A method called on what a first-party factory returns (`create_sampler(...).sample()`):
+            # that method of each class it may return; a getter's registry member (`get_model(name)(cfg)`)
+            # is called itself.
+            found: List[Node] = []
+            for returned in made.returns:
+                if returned.endswith(REGISTRY_MEMBER):
+                    found += self.resolve(display, returned, depth + 1) if method == "__call__" else []
+                else:
+                    found += self.resolve(display, f"{returned}.{method}", depth + 1)
+            return list(dict.fromkeys(found))
         head, _, rest = name.partition(".")
         if head in summary.classes:
             if not rest:
@@ -292,6 +309,27 @@ class Project:
             alias = summary.exports[head]
             return self.resolve(display, alias + ("." + rest if rest else ""), depth + 1) if not alias.startswith(".") else []
         return []
+
+    def _registry_members(self, display: str, registry: str, depth: int) -> List[Node]:
+        listed = self.summaries[display].registries.get(registry, [])
+        members = [node for member in listed for node in self.resolve(display, member, depth + 1)]
+        members += self.registered().get((display, registry), [])
+        return list(dict.fromkeys(members)) if len(members) <= MAX_REGISTRY_MEMBERS else []
+
+    def registered(self) -> Dict[Tuple[str, str], List[Node]]:
+        """(file, registry) -> the definitions a registering decorator of that file puts in it
+        (`@register` where `register` stores its argument in `_METRICS`)."""
+        if self._registered is None:
+            found: Dict[Tuple[str, str], List[Node]] = {}
+            for display, summary in self.summaries.items():
+                for name, decorators in summary.decorators.items():
+                    for decorator in decorators:
+                        for file, key in self.resolve(display, decorator):
+                            registry = self.summaries[file].registrars.get(key)
+                            if registry is not None:
+                                found.setdefault((file, registry), []).extend(self.resolve(display, "." + name))
+            self._registered = found
+        return self._registered
 
     def class_node(self, display: str, target: str, depth: int = 0) -> Optional[Tuple[str, str]]:
         """(file, class name) of a first-party class named by a qualified or local target."""

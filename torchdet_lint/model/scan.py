@@ -10,6 +10,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.model.facts import CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS
 from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_SITES,
@@ -147,7 +148,10 @@ class _AstScanner:
         self.text = text
         self.bindings: Dict[str, str] = {}
         self.local_defs: Set[str] = set()
+        self.module_names: Set[str] = set()  # names bound by module-level assignments (registries)
         self.types: Dict[str, Dict[str, str]] = {}  # function -> local name -> the class it was built from
+        self.values: Dict[str, Dict[str, List[ast.expr]]] = {}  # function -> local name -> values bound
+        self.attributes: Dict[str, Dict[str, List[ast.expr]]] = {}  # class -> `self.<attr>` -> values bound
 
     def scan(self, tree: ast.Module) -> None:
         summary = self.summary
@@ -176,8 +180,16 @@ class _AstScanner:
                 for name in statement.targets:
                     if targets and isinstance(name, ast.Name):
                         self.summary.registries[name.id] = targets
+            elif isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.Name, ast.Attribute)):
+                # `REGISTRY["key"] = fn` after the definitions
+                member = self._target(statement.value, None)
+                for target in statement.targets:
+                    if member and isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.module_names:
+                        self.summary.registries.setdefault(target.value.id, []).append(member)
 
     def _bind_module_level(self, statement: ast.stmt) -> None:
+        if isinstance(statement, ast.Assign):
+            self.module_names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.local_defs.add(statement.name)
             self.bindings.pop(statement.name, None)
@@ -215,6 +227,8 @@ class _AstScanner:
                 required = len(positional) - len(arguments.defaults) + sum(1 for d in arguments.kw_defaults if d is None)
                 names = {a.arg for a in (*positional, *arguments.kwonlyargs)}
                 summary.signatures[statement.name] = (required, positional[0].arg if positional else "", "seed" in names)
+                self._decorators(statement)
+                self._registrar(statement)
             for child in statement.body:
                 self._walk_calls(child, inner, class_name)
             return
@@ -222,6 +236,13 @@ class _AstScanner:
             summary.classes[statement.name] = ClassSummary(
                 statement.lineno, [t for t in (self._target(b, None) for b in statement.bases) if t]
             )
+            self._decorators(statement)
+            attributes = self.attributes[statement.name] = {}
+            for child in ast.walk(statement):
+                if isinstance(child, ast.Assign):
+                    for target in child.targets:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                            attributes.setdefault(target.attr, []).append(child.value)
             for child in statement.body:
                 self._statement(child, MODULE_KEY, statement.name)
             return
@@ -246,16 +267,68 @@ class _AstScanner:
                 return
         self._walk_calls(statement, key, class_name)
 
+    def _decorators(self, definition: ast.AST) -> None:
+        found = [t for t in (self._target(d.func if isinstance(d, ast.Call) else d, None) for d in definition.decorator_list) if t]
+        if found:
+            self.summary.decorators[definition.name] = found
+
+    def _registrar(self, definition: ast.AST) -> None:
+        """`def register(fn): _METRICS[fn.__name__] = fn` (also from a nested `deco(fn)`)."""
+        for inner in ast.walk(definition):
+            if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            parameters = {a.arg for a in (*inner.args.posonlyargs, *inner.args.args, *inner.args.kwonlyargs)}
+            for child in ast.walk(inner):
+                if isinstance(child, ast.Assign) and isinstance(child.value, ast.Name) and child.value.id in parameters:
+                    for target in child.targets:
+                        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.module_names:
+                            self.summary.registrars[definition.name] = target.value.id
+
+    def _makers(self, node: Optional[ast.expr], key: str, class_name: Optional[str], found: List[str], steps: int = 0) -> List[str]:
+        """What an object may be: the calls whose result it can hold (as `makers.Makers`)."""
+        if node is None or steps > MAX_STEPS or len(found) >= MAX_CANDIDATES:
+            return found
+        if isinstance(node, ast.Call):
+            made = self._target(node.func, class_name)
+            if made and made not in found:
+                found.append(made)
+        elif isinstance(node, ast.Subscript):  # a getter's `return _MODELS[name]`
+            registry = self._target(node.value, class_name)
+            if registry is None and isinstance(node.value, ast.Name) and node.value.id in self.module_names and node.value.id not in self.values.get(key, {}):
+                registry = "." + node.value.id
+            if registry and f"{registry}{REGISTRY_MEMBER}" not in found:
+                found.append(f"{registry}{REGISTRY_MEMBER}")
+        elif isinstance(node, ast.BoolOp):
+            for value in node.values:
+                self._makers(value, key, class_name, found, steps)
+        elif isinstance(node, ast.IfExp):
+            self._makers(node.body, key, class_name, found, steps)
+            self._makers(node.orelse, key, class_name, found, steps)
+        elif isinstance(node, ast.Name) and node.id != "self":
+            for value in self.values.get(key, {}).get(node.id, ()):
+                self._makers(value, key, class_name, found, steps + 1)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and class_name:
+            for value in self.attributes.get(class_name, {}).get(node.attr, ()):
+                self._makers(value, key, class_name, found, steps + 1)
+        return found
+
     def _walk_calls(self, node: ast.AST, key: str, class_name: Optional[str]) -> None:
         function = self.summary.function(key)
         seen = set(function.calls)
         types = self.types.setdefault(key, {})
+        values = self.values.setdefault(key, {})
         for child in ast.walk(node):
             # `trainer = Trainer()`, then `trainer.fit()`: the method of that class
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name) and isinstance(child.value, ast.Call):
                 called = self._target(child.value.func, class_name)
                 if called:
                     types[child.targets[0].id] = called
+            if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
+                values.setdefault(child.targets[0].id, []).append(child.value)
+            elif isinstance(child, ast.Return) and key not in (MODULE_KEY, MAIN_KEY):
+                for made in self._makers(child.value, key, class_name, []):
+                    if made not in function.returns and len(function.returns) < MAX_CANDIDATES:
+                        function.returns.append(made)
         imports = self.summary.module_imports if key == MODULE_KEY else function.imports
         for child in ast.walk(node):
             if isinstance(child, ast.Import):
@@ -286,6 +359,13 @@ class _AstScanner:
                             function.add_call(reference, seen)
                         elif reference and stores_nothing:
                             function.add_reference(reference)
+                    if runs_arguments:  # `executor.submit(trainer)`: the launcher calls the object
+                        for made in self._makers(argument, key, class_name, []):
+                            function.add_call(f"{made}.__call__", seen)
+                if isinstance(func, ast.Attribute) and func.attr not in COMMON_METHODS and (target is None or not isinstance(func.value, ast.Name) or func.value.id in values):
+                    # `TrainLoop(...).run_loop()`, `self.sampler.sample()`, `loop.run()`
+                    for made in self._makers(func.value, key, class_name, []):
+                        function.add_call(f"{made}.{func.attr}", seen)
                 # Calling an object: `model(x)` for `model = Net()`, `Net()(x)`, `MODELS[name](...)`.
                 if isinstance(func, ast.Name) and func.id in types:
                     function.add_call(f"{types[func.id]}.__call__", seen)
@@ -295,6 +375,8 @@ class _AstScanner:
                         function.add_call(f"{made}.__call__", seen)
                 elif isinstance(func, ast.Subscript):
                     registry = self._target(func.value, class_name)
+                    if registry is None and isinstance(func.value, ast.Name) and func.value.id in self.module_names and func.value.id not in values:
+                        registry = "." + func.value.id  # the registry's own module
                     if registry:
                         function.add_call(f"{registry}{REGISTRY_MEMBER}", seen)
 

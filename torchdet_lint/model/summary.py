@@ -74,7 +74,9 @@ class FunctionSummary:
     # A call that is not seeding, a flag setting, logging or argument handling: not a seeding helper
     # a fix may call (RULES.md, "More decisions from the second sample").
     does_more: bool = False
-    returns: List[str] = field(default_factory=list)  # targets of the calls it returns (`return Net(...)`): a factory
+    # First-party calls whose result a `return` hands back (`return UniformSampler(d)`): what a
+    # method called on this function's result runs (RULES.md, "Reach also follows").
+    returns: List[str] = field(default_factory=list)
 
     def add_call(self, target: str, seen: Set[str]) -> None:
         if target not in seen:
@@ -209,6 +211,11 @@ class FileSummary:
     rng_import_edits: Dict[str, Tuple[int, str]] = field(default_factory=dict)  # module -> (offset, text) for TDL102
     # Module-level dicts, lists and tuples of functions or classes (`MODELS = {"a": NetA}`): their members.
     registries: Dict[str, List[str]] = field(default_factory=dict)
+    # Registering decorators defined here: function -> the module-level registry its body stores the
+    # decorated function in (`_METRICS[fn.__name__] = fn`, also from a nested `deco(fn)`).
+    registrars: Dict[str, str] = field(default_factory=dict)
+    # Module-level functions and classes -> their first-party decorators (a registrar fills a registry).
+    decorators: Dict[str, List[str]] = field(default_factory=dict)
     # Module-level functions started in new processes from this file: where their fixes go.
     function_tops: Dict[str, FunctionTop] = field(default_factory=dict)
     # Function key -> (first line, last line), in files with findings: which code a finding is in.
