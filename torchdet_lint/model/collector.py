@@ -520,8 +520,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     function.add_reference(reference)
                 elif reference and runs_arguments:
                     function.add_call(reference, seen)
-                elif reference and stores_nothing and (reference.startswith(".") or reference.split(".", 1)[0] in self.context.first_party):
+                elif reference and stores_nothing and self._first_party(reference):
                     function.add_reference(reference)
+                    callee_target = self._target(func) if type(func) in (cst.Name, cst.Attribute) else None
+                    if callee_target and self._first_party(callee_target):
+                        function.reference_callees.setdefault(reference, callee_target)
             if runs_arguments and type(value) in (cst.Name, cst.Attribute, cst.Call):
                 self._runs_object(value, function, seen)
             if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):

@@ -316,6 +316,11 @@ class Project:
         members += self.registered().get((display, registry), [])
         return list(dict.fromkeys(members)) if len(members) <= MAX_REGISTRY_MEMBERS else []
 
+    def _registrar(self, display: str, callee: str) -> bool:
+        """A first-party function that stores the function handed to it in a module-level registry
+        (`_COMPILER_FNS[name] = compiler_fn`): handing it a function registers it, runs nothing."""
+        return any(key in self.summaries[file].registrars for file, key in self.resolve(display, callee))
+
     def registered(self) -> Dict[Tuple[str, str], List[Node]]:
         """(file, registry) -> the definitions a registering decorator of that file puts in it
         (`@register` where `register` stores its argument in `_METRICS`)."""
@@ -443,7 +448,8 @@ class Project:
             # RULES.md "Reach": a first-party function passed by name to a call (`launch(main, ...)`,
             # `Thread(target=worker)`) runs; a class passed by name is not instantiated by that.
             for reference in function.references:
-                if self.class_node(display, reference) is None:
+                callee = function.reference_callees.get(reference)
+                if self.class_node(display, reference) is None and not (callee and self._registrar(display, callee)):
                     targets.extend(self.resolve(display, reference))
             # A function started in a new process is not part of this process (a spawned entry
             # point), unless the start method is the default one and nothing sets it to "spawn".

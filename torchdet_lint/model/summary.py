@@ -61,6 +61,9 @@ class FunctionTop:
 class FunctionSummary:
     calls: List[str] = field(default_factory=list)  # targets: qualified names, or ".local" names of this file
     references: List[str] = field(default_factory=list)  # functions passed by name to a call: they may run
+    # reference -> the first-party function it was handed to: a registering one (`register_backend(
+    # compiler_fn=f)` storing `f` in a module-level dict) keeps it for later, it does not run it.
+    reference_callees: Dict[str, str] = field(default_factory=dict)
     imports: List[str] = field(default_factory=list)  # modules imported when this code runs (lazy imports)
     draws: Dict[str, List[Site]] = field(default_factory=dict)  # RNG kind -> first sites
     covers: Dict[str, Site] = field(default_factory=dict)  # torch/random/numpy/deterministic/cudnn/cuda -> first site
