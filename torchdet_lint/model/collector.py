@@ -389,6 +389,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     called = self._target(value.func)
                     if called:
                         self.keys[-1][3][target.value] = called
+                    if called == "functools.partial" and value.args and self._at_module_level():
+                        bound = value.args[0].value
+                        inner = self._target(bound) if type(bound) in (cst.Name, cst.Attribute) else None
+                        if inner:
+                            self.summary.partials[target.value] = inner
             elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call):
                 for index, element in enumerate(target.elements):
                     if isinstance(element.value, cst.Name):
@@ -523,6 +528,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 elif reference and stores_nothing and self._first_party(reference):
                     function.add_reference(reference)
                     callee_target = self._target(func) if type(func) in (cst.Name, cst.Attribute) else None
+                    if callee_target is None and type(func) is cst.Name and self._module_name(func.value):
+                        callee_target = "." + func.value  # a module-level name: `register = partial(...)`
                     if callee_target and self._first_party(callee_target):
                         function.reference_callees.setdefault(reference, callee_target)
             if runs_arguments and type(value) in (cst.Name, cst.Attribute, cst.Call):

@@ -319,7 +319,15 @@ class Project:
     def _registrar(self, display: str, callee: str) -> bool:
         """A first-party function that stores the function handed to it in a module-level registry
         (`_COMPILER_FNS[name] = compiler_fn`): handing it a function registers it, runs nothing."""
-        return any(key in self.summaries[file].registrars for file, key in self.resolve(display, callee))
+        nodes = self.resolve(display, callee)
+        if not nodes:  # a module-level `functools.partial` of a registrar
+            module, _, name = callee.rpartition(".")
+            files = [display] if module == "" else self.index.modules_of_import(module, display)[-1:]
+            for file in files:
+                inner = self.summaries[file].partials.get(name)
+                if inner:
+                    nodes = self.resolve(file, inner)
+        return any(key in self.summaries[file].registrars for file, key in nodes)
 
     def registered(self) -> Dict[Tuple[str, str], List[Node]]:
         """(file, registry) -> the definitions a registering decorator of that file puts in it

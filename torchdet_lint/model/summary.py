@@ -217,6 +217,9 @@ class FileSummary:
     # Registering decorators defined here: function -> the module-level registry its body stores the
     # decorated function in (`_METRICS[fn.__name__] = fn`, also from a nested `deco(fn)`).
     registrars: Dict[str, str] = field(default_factory=dict)
+    # Module-level `name = functools.partial(f, ...)`: name -> f's target (`register_debug_backend =
+    # partial(register_backend, tags=...)` registers as `register_backend` does).
+    partials: Dict[str, str] = field(default_factory=dict)
     # Module-level functions and classes -> their first-party decorators (a registrar fills a registry).
     decorators: Dict[str, List[str]] = field(default_factory=dict)
     # Module-level functions started in new processes from this file: where their fixes go.
