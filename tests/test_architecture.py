@@ -16,6 +16,7 @@ where it is put:
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -164,6 +165,25 @@ def test_the_layer_comes_from_the_folder() -> None:
     assert layer_of(f"{NAME}.core.names") == "core" and layer_of(f"{NAME}.engine.runner") == "engine"
     assert layer_of(f"{NAME}.checks.seeding.rng_object") == "rules" and layer_of(f"{NAME}.checks") == "rules"
     assert layer_of(f"{NAME}.cli") == "faces" and layer_of(f"{NAME}.testing") == "faces"
+
+
+_IMPORT_LINE = re.compile(rf"^[ \t]*(?:from[ \t]+({NAME}(?:\.\w+)*)[ \t]+import|import[ \t]+({NAME}(?:\.\w+)*))", re.M)
+
+
+def test_every_first_party_import_names_a_module() -> None:
+    """A lazy import of a module that has moved (or a script in a string, like
+    the benchmark's) fails only when it runs: every `torchdet_lint.x` imported at
+    the start of a line, in the package, the tests and the benchmarks, is a module."""
+    root = PACKAGE.parent
+    files = [*PACKAGE.rglob("*.py"), *(root / "tests").glob("*.py"), *(root / "benchmarks").glob("*.py")]
+    missing = [
+        f"{path.relative_to(root)}: {module}"
+        for path in files
+        for match in _IMPORT_LINE.finditer(path.read_text(encoding="utf-8"))
+        for module in [match.group(1) or match.group(2)]
+        if module not in MODULES
+    ]
+    assert missing == []
 
 
 @pytest.mark.parametrize("module", ["rule", "names", "catalog"])
