@@ -48,9 +48,9 @@ _BARE_PARSE = r"""
 import json, resource, sys, time
 import libcst
 from pathlib import Path
-from torchdet_lint.discovery import discover
-from torchdet_lint.engine import _FILE_NOQA_RE, MAX_FILE_BYTES, _relevant_re
-from torchdet_lint.source import decode_source, read_bytes
+from torchdet_lint.engine.discovery import discover
+from torchdet_lint.engine.file_pass import _FILE_NOQA_RE, MAX_FILE_BYTES, _relevant_re
+from torchdet_lint.core.source import decode_source, read_bytes
 root = Path(sys.argv[1])
 files, _ = discover([str(root)], root, cwd=root)
 parsed = skipped = failed = lines = 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import torchdet_lint.cache as cache_module
+import torchdet_lint.engine.cache as cache_module
 from conftest import run_cli
 from torchdet_lint.testing import settings_from
 
@@ -67,8 +67,8 @@ def test_catalog_change_invalidates_everything(project: Path, monkeypatch) -> No
     settings = settings_from({"select": ["TDL0"]}, project)
 
     def run() -> int:
-        from torchdet_lint.discovery import discover
-        from torchdet_lint.runner import first_party_names, make_options, run as run_files
+        from torchdet_lint.engine.discovery import discover
+        from torchdet_lint.engine.runner import first_party_names, make_options, run as run_files
 
         files, _ = discover([str(project)], project, cwd=project)
         result = run_files(files, make_options(settings, first_party_names(files)), use_cache=True)

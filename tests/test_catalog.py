@@ -13,7 +13,7 @@ import libcst as cst
 import pytest
 
 from conftest import FIXTURES
-from torchdet_lint.catalog import (
+from torchdet_lint.core.catalog import (
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
     NOT_LITERAL,
@@ -29,9 +29,9 @@ from torchdet_lint.catalog import (
     newest_version,
     rules_directory,
 )
-from torchdet_lint.operations import match_operations, match_third_party
-from torchdet_lint.config import Settings
-from torchdet_lint.context import FileContext
+from torchdet_lint.core.operations import match_operations, match_third_party
+from torchdet_lint.engine.config import Settings
+from torchdet_lint.core.context import FileContext
 from torchdet_lint.testing import lint_sources
 
 MINIMAL_OP = """

@@ -11,7 +11,7 @@ from importlib.metadata import version
 
 import pytest
 
-from torchdet_lint.catalog import (
+from torchdet_lint.core.catalog import (
     DETERMINISTIC_ALTERNATIVE,
     RAISES,
     TORCH_KIND,
@@ -19,7 +19,7 @@ from torchdet_lint.catalog import (
     docstring_drift,
     load_catalog,
 )
-from torchdet_lint.config import parse_version
+from torchdet_lint.engine.config import parse_version
 
 torch = pytest.importorskip("torch")
 

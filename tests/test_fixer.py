@@ -20,15 +20,15 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from conftest import run_cli
-from torchdet_lint import fixer
-from torchdet_lint.config import Settings
-from torchdet_lint.discovery import discover
-from torchdet_lint.fixer import TouchedRegions, apply_fixes, fix_run, unified_diff
-from torchdet_lint.source import SourceText
-from torchdet_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, FixBuilder
+from torchdet_lint.engine import fixer
+from torchdet_lint.engine.config import Settings
+from torchdet_lint.engine.discovery import discover
+from torchdet_lint.engine.fixer import TouchedRegions, apply_fixes, fix_run, unified_diff
+from torchdet_lint.core.source import SourceText
+from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix, FixBuilder
 from torchdet_lint.checks import extra_rules
-from torchdet_lint.rule import ProjectRule, Rule
-from torchdet_lint.runner import first_party_names, make_options, run
+from torchdet_lint.core.rule import ProjectRule, Rule
+from torchdet_lint.engine.runner import first_party_names, make_options, run
 
 BENCHMARK_ON = "import torch\n\ntorch.backends.cudnn.benchmark = True  # speed\n"
 BENCHMARK_OFF = "import torch\n\ntorch.backends.cudnn.benchmark = False  # speed\n"
@@ -388,7 +388,7 @@ def test_broken_fix_from_the_cli_exits_2_and_writes_nothing(tmp_path: Path, test
 
 
 def test_the_fixer_never_imports_torch() -> None:
-    check = "import sys, torchdet_lint.fixer, torchdet_lint.cli; assert 'torch' not in sys.modules"
+    check = "import sys, torchdet_lint.engine.fixer, torchdet_lint.cli; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", check], check=True)
 
 

@@ -24,11 +24,11 @@ import libcst as cst
 import pytest
 
 from conftest import FIXTURES
-from torchdet_lint.discovery import discover
-from torchdet_lint.fixer import FixReport, fix_run
+from torchdet_lint.engine.discovery import discover
+from torchdet_lint.engine.fixer import FixReport, fix_run
 from torchdet_lint.checks import all_rules
-from torchdet_lint.rule import FixAvailability
-from torchdet_lint.runner import first_party_names, make_options, run
+from torchdet_lint.core.rule import FixAvailability
+from torchdet_lint.engine.runner import first_party_names, make_options, run
 from torchdet_lint.testing import concise, fixture_config, lint_tree, settings_from
 
 FIXED_SUFFIX = ".fixed"
@@ -166,7 +166,7 @@ def _read_expectation(case: Path, expected_path: Path) -> Dict[str, bytes]:
 def _code(text: str, notebook: bool) -> str:
     if not notebook:
         return text
-    from torchdet_lint.notebook import load_notebook
+    from torchdet_lint.engine.notebook import load_notebook
 
     return load_notebook(text).code
 

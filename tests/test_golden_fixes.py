@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from torchdet_lint.checks import all_rules
-from torchdet_lint.rule import FixAvailability
+from torchdet_lint.core.rule import FixAvailability
 
 GOLDEN = Path(__file__).parent / "golden"
 PYPROJECT = '[tool.torchdet-lint]\n{settings}\n[tool.ruff]\nline-length = 88\n\n[tool.ruff.lint]\nselect = ["E", "W", "I"]\n'

@@ -12,8 +12,8 @@ from typing import Dict, Optional
 
 import pytest
 
-from torchdet_lint.config import parse_version
-from torchdet_lint.data import load_toml, rules_directory
+from torchdet_lint.engine.config import parse_version
+from torchdet_lint.core.data import load_toml, rules_directory
 from torchdet_lint.model.inductor import (
     AUTOTUNE,
     CONFIG_MODULE,

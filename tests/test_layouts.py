@@ -25,7 +25,7 @@ import pytest
 from conftest import FIXTURES
 from torchdet_lint.checks import all_rules
 from torchdet_lint.cli import main
-from torchdet_lint.rule import FixAvailability
+from torchdet_lint.core.rule import FixAvailability
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from churn import churned, hunks  # noqa: E402  (the measure the real-repository run reports)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from torchdet_lint.names import NOT_LITERAL, NameResolver, literal
-from torchdet_lint.traversal import BatchedWalker
+from torchdet_lint.core.names import NOT_LITERAL, NameResolver, literal
+from torchdet_lint.core.traversal import BatchedWalker
 
 
 class _CallNames(cst.BatchableCSTVisitor):

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ROOT, lint_json, run_cli
-from torchdet_lint.notebook import NotebookError, load_notebook, lint_notebook
-from torchdet_lint.source import SourceText
-from torchdet_lint.diagnostics import Edit
-from torchdet_lint.runner import make_options
+from torchdet_lint.engine.notebook import NotebookError, load_notebook, lint_notebook
+from torchdet_lint.core.source import SourceText
+from torchdet_lint.core.diagnostics import Edit
+from torchdet_lint.engine.runner import make_options
 from torchdet_lint.testing import settings_from
 
 DATA = ROOT / "tests" / "data" / "notebooks"

@@ -67,7 +67,7 @@ def test_the_versions_really_differ(results) -> None:
 def test_without_a_configured_version_the_installed_torch_is_the_target() -> None:
     from importlib.metadata import version
 
-    from torchdet_lint.config import parse_version
+    from torchdet_lint.engine.config import parse_version
 
     installed = "%d.%d" % parse_version(version("torch"))
     diagnostics = lint_sources({"ops.py": SOURCE}, {}, select=["TDL202"])

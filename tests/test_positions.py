@@ -8,9 +8,9 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
 from conftest import FIXTURES, ROOT
-from torchdet_lint.source import LineIndex
-from torchdet_lint.source import python_ast
-from torchdet_lint.positions import LocalPositions, _parent_map
+from torchdet_lint.core.source import LineIndex
+from torchdet_lint.core.source import python_ast
+from torchdet_lint.core.positions import LocalPositions, _parent_map
 
 TRICKY = (
     "import torch\n"

@@ -80,8 +80,8 @@ def test_the_report_agrees_with_check_on_every_fixture_project(name, source, con
 def _reaching_entry_points(root: Path, config: Dict[str, object]):
     """Which reported entry points reach a finding, from the project model (the library API)."""
     from torchdet_lint.report.scorecard import _Findings
-    from torchdet_lint.runner import run_scopes
-    from torchdet_lint.workspace import Workspace
+    from torchdet_lint.engine.runner import run_scopes
+    from torchdet_lint.engine.workspace import Workspace
 
     scopes, _ = Workspace(root).scopes(["."])
     run = run_scopes(scopes, use_cache=False, extra_codes=REPORT_CODES)

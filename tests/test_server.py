@@ -27,8 +27,8 @@ HAZARD = "torch.backends.cudnn.benchmark = True"
 TEST_RULES = textwrap.dedent(
     '''
     import libcst as cst
-    from torchdet_lint.diagnostics import Applicability, Diagnostic, FixBuilder
-    from torchdet_lint.rule import ProjectRule, Rule
+    from torchdet_lint.core.diagnostics import Applicability, Diagnostic, FixBuilder
+    from torchdet_lint.core.rule import ProjectRule, Rule
 
     class UnsafeExample(Rule):
         """Test rule."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from torchdet_lint import startup
+from torchdet_lint.core import startup
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from torchdet_lint.config import ConfigError, load_config_file
+from torchdet_lint.engine.config import ConfigError, load_config_file
 from torchdet_lint.testing import lint_sources
 
 KERNELS = textwrap.dedent(
@@ -100,7 +100,7 @@ def test_the_installed_version_comes_from_package_metadata(tmp_path: Path, insta
 
 
 def test_without_config_or_metadata_the_newest_known_version() -> None:
-    from torchdet_lint.config import installed_version
+    from torchdet_lint.engine.config import installed_version
 
     assert installed_version("torchvision") is None  # the test environment has torch only
     diagnostics = lint_sources({"heads.py": KERNELS}, {}, select=CODES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from torchdet_lint.traversal import _TRIVIA, BatchedWalker
+from torchdet_lint.core.traversal import _TRIVIA, BatchedWalker
 
 SOURCES = [
     "from a.b import c as d, e\nimport x.y as z\n",
@@ -86,11 +86,11 @@ def test_deep_nesting_does_not_recurse() -> None:
 
 
 def test_shipped_field_table_matches_libcst() -> None:
-    """The generated table equals what introspection computes (regenerate: python -m torchdet_lint.traversal)."""
+    """The generated table equals what introspection computes (regenerate: python -m torchdet_lint.core.traversal)."""
     from libcst._version import __version__ as libcst_version
 
-    from torchdet_lint import _node_fields
-    from torchdet_lint.traversal import _concrete_node_types, compute_child_fields
+    from torchdet_lint.core import _node_fields
+    from torchdet_lint.core.traversal import _concrete_node_types, compute_child_fields
 
     if _node_fields.LIBCST_VERSION != libcst_version:
         pytest.skip(f"table generated for LibCST {_node_fields.LIBCST_VERSION}; {libcst_version} is introspected at run time")

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import FIXTURES, ROOT
 from torchdet_lint.checks import all_rules, file_rule_classes
-from torchdet_lint.rule import Rule
-from torchdet_lint.settings import Settings
+from torchdet_lint.core.rule import Rule
+from torchdet_lint.core.settings import Settings
 from torchdet_lint.testing import concise, fixture_config, lint_sources, lint_tree, settings_from
 
 FILTERED = [rule for rule in file_rule_classes(frozenset(all_rules())) if rule.words(Settings())]

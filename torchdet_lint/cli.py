@@ -16,20 +16,20 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from torchdet_lint import __version__
-from torchdet_lint.startup import cached_dataclass_code
+from torchdet_lint.core.startup import cached_dataclass_code
 
 # What every check needs is imported here, inside the start-up cache, even the
 # modules used only by functions below: defining LibCST's node classes and our
-# rules is most of a one-file run's time (see startup.py).
+# rules is most of a one-file run's time (see core/startup.py).
 with cached_dataclass_code():
     import torchdet_lint.checks  # noqa: F401 - registers every rule
     import torchdet_lint.output.context  # noqa: F401
-    import torchdet_lint.project  # noqa: F401
-    import torchdet_lint.runner  # noqa: F401
-    from torchdet_lint.catalog import newest_version
-    from torchdet_lint.config import ConfigError, Settings, selected_codes, target_torch_version, validate_selectors, with_overrides
+    import torchdet_lint.engine.project  # noqa: F401
+    import torchdet_lint.engine.runner  # noqa: F401
+    from torchdet_lint.core.catalog import newest_version
+    from torchdet_lint.engine.config import ConfigError, Settings, selected_codes, target_torch_version, validate_selectors, with_overrides
     from torchdet_lint.output import FORMATS
-    from torchdet_lint.workspace import Workspace
+    from torchdet_lint.engine.workspace import Workspace
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "report", "rule", "rules", "server")
@@ -119,11 +119,11 @@ def _opposing_rules_warning(selected) -> None:
 def run_check(args) -> int:
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
-    from torchdet_lint.runner import default_jobs, run_scopes
+    from torchdet_lint.engine.runner import default_jobs, run_scopes
 
     stdin_mode = args.stdin_filename is not None or args.paths == ["-"]
     if args.torch_version is not None:
-        from torchdet_lint.config import parse_version
+        from torchdet_lint.engine.config import parse_version
 
         try:
             parse_version(args.torch_version)
@@ -160,7 +160,7 @@ def run_check(args) -> int:
     fixed_count = 0
     fix_failed = False
     if args.fix or args.diff:
-        from torchdet_lint.fixer import fix_run, linted_roots
+        from torchdet_lint.engine.fixer import fix_run, linted_roots
 
         report = fix_run(result, unsafe=args.unsafe_fixes, write=not args.diff, jobs=jobs, roots=linted_roots(paths))
         fixed_count = report.fixed_count
@@ -249,13 +249,13 @@ def _statistics(diagnostics, unsafe: bool, output_format: str) -> str:
 def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
     """Lint standard input as the file `filename`: reported as that file, analysed
     with the rest of its project (its text on disk is not read)."""
-    from torchdet_lint.diagnostics import error_diagnostic, sort_diagnostics
-    from torchdet_lint.discovery import SourceFile
+    from torchdet_lint.core.diagnostics import error_diagnostic, sort_diagnostics
+    from torchdet_lint.engine.discovery import SourceFile
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
-    from torchdet_lint.project import ProjectContext, run_project_rules
-    from torchdet_lint.runner import first_party_names, lint_source, make_options, module_name_for, project_context
-    from torchdet_lint.source import SourceError, decode_source
+    from torchdet_lint.engine.project import ProjectContext, run_project_rules
+    from torchdet_lint.engine.runner import first_party_names, lint_source, make_options, module_name_for, project_context
+    from torchdet_lint.core.source import SourceError, decode_source
 
     if filename != "-":
         path = Path(os.path.abspath(filename))
@@ -280,7 +280,7 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
         return EXIT_OK if args.exit_zero else EXIT_FOUND
     unsafe = _unsafe_fixes(args, [options.settings])
     if args.diff:
-        from torchdet_lint.fixer import fix_text, unified_diff
+        from torchdet_lint.engine.fixer import fix_text, unified_diff
 
         fixed_text, _, fixed_count = fix_text(source, path, display, options, unsafe=unsafe, context=context)
         new = decode_source(fixed_text).text
@@ -288,7 +288,7 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
         _would_fix(fixed_count, args)
         return EXIT_FOUND if new != source.text else EXIT_OK
     if args.fix:
-        from torchdet_lint.fixer import fix_text
+        from torchdet_lint.engine.fixer import fix_text
 
         fixed_text, remaining, fixed_count = fix_text(source, path, display, options, unsafe=unsafe, context=context)
         sys.stdout.buffer.write(fixed_text)
@@ -349,7 +349,7 @@ def run_report(argv: Sequence[str]) -> int:
     from torchdet_lint.report.render import FORMATS as REPORT_FORMATS
     from torchdet_lint.report.render import render_full, render_json, render_markdown
     from torchdet_lint.report.scorecard import REPORT_CODES, scorecards
-    from torchdet_lint.runner import default_jobs, run_scopes
+    from torchdet_lint.engine.runner import default_jobs, run_scopes
 
     parser = _Parser(prog="torchdet-lint report", description="Will each training entry point reproduce? One row per entry point.")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")

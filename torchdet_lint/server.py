@@ -33,26 +33,26 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from torchdet_lint import __version__
 from torchdet_lint.checks import all_rules
-from torchdet_lint.config import (
+from torchdet_lint.engine.config import (
     ConfigError,
     Settings,
     find_config,
     load_config_file,
     with_overrides,
 )
-from torchdet_lint.diagnostics import (
+from torchdet_lint.core.diagnostics import (
     PARSE_ERROR_CODE,
     Applicability,
     Diagnostic,
     Edit,
     error_diagnostic,
 )
-from torchdet_lint.cache import SummaryIndex
-from torchdet_lint.discovery import SourceFile, display_path
-from torchdet_lint.engine import RunOptions, check_text
-from torchdet_lint.fixer import apply_fixes
-from torchdet_lint.project import ProjectContext, run_project_rules
-from torchdet_lint.runner import (
+from torchdet_lint.engine.cache import SummaryIndex
+from torchdet_lint.engine.discovery import SourceFile, display_path
+from torchdet_lint.engine.file_pass import RunOptions, check_text
+from torchdet_lint.engine.fixer import apply_fixes
+from torchdet_lint.engine.project import ProjectContext, run_project_rules
+from torchdet_lint.engine.runner import (
     first_party_names,
     forget_packages,
     lint_path,
@@ -62,9 +62,9 @@ from torchdet_lint.runner import (
     record_summary,
     summary_options,
 )
-from torchdet_lint.source import LineIndex, SourceText
-from torchdet_lint.suppressions import apply_suppressions
-from torchdet_lint.workspace import ProjectScope, Workspace, validated
+from torchdet_lint.core.source import LineIndex, SourceText
+from torchdet_lint.engine.suppressions import apply_suppressions
+from torchdet_lint.engine.workspace import ProjectScope, Workspace, validated
 
 logger = logging.getLogger(__name__)
 

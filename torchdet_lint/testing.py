@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from torchdet_lint.config import Settings
-from torchdet_lint.diagnostics import Diagnostic
-from torchdet_lint.discovery import discover
-from torchdet_lint.runner import RunResult, first_party_names, make_options, run
+from torchdet_lint.engine.config import Settings
+from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.engine.discovery import discover
+from torchdet_lint.engine.runner import RunResult, first_party_names, make_options, run
 
 _HEADER_RE = re.compile(r"^#\s*fixture:\s*(\{.*\})\s*$", re.M)
 _KEYS = {

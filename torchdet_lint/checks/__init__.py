@@ -19,7 +19,7 @@ from torchdet_lint.checks import (
     seeding,
     switches,
 )
-from torchdet_lint.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
+from torchdet_lint.core.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
 
 FAMILIES = (switches, compiled, ops, seeding, dataloader, performance, determinism)
 

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from torchdet_lint.checks.ops import enables_deterministic_mode
-from torchdet_lint.diagnostics import SILENCED_BY_REACHED_COVERS, Applicability, FixBuilder
+from torchdet_lint.core.diagnostics import SILENCED_BY_REACHED_COVERS, Applicability, FixBuilder
 from torchdet_lint.model.collector import is_main_guard
 from torchdet_lint.model.inductor import (
     AUTOTUNE,
@@ -22,10 +22,10 @@ from torchdet_lint.model.inductor import (
     inductor_facts,
     version_text,
 )
-from torchdet_lint.names import NOT_LITERAL, find_arg, literal
-from torchdet_lint.rule import FixAvailability, Rule
-from torchdet_lint.settings import Settings
-from torchdet_lint.traversal import child_fields
+from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal
+from torchdet_lint.core.rule import FixAvailability, Rule
+from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.traversal import child_fields
 
 COMPILE = "torch.compile"
 PATCH = CONFIG_MODULE + ".patch"

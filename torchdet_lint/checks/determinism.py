@@ -8,10 +8,10 @@ from typing import Iterable, List
 
 from torchdet_lint.checks.insertions import Insertion
 from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_message
-from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.model.project import Located, Project, Reach
 from torchdet_lint.model.summary import RAISING_ALWAYS, RAISING_STRICT
-from torchdet_lint.rule import FixAvailability, ProjectRule
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 
 class DeterministicModeNotEnabled(ProjectRule):

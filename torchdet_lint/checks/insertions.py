@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from torchdet_lint.diagnostics import Applicability, Edit, Fix
-from torchdet_lint.import_placement import place_import
+from torchdet_lint.core.diagnostics import Applicability, Edit, Fix
+from torchdet_lint.core.import_placement import place_import
 from torchdet_lint.model.project import EntryPoint, Project, Reach
 from torchdet_lint.model.summary import MODULE_KEY, RNG_KINDS, FileSummary, FixAnchors
 

@@ -1,6 +1,6 @@
 """TDL2xx: operations whose determinism depends on `torch.use_deterministic_algorithms`.
 
-The matcher (`torchdet_lint.operations`) finds the catalog operations a call
+The matcher (`torchdet_lint.core.operations`) finds the catalog operations a call
 performs; the three rules only phrase and filter its answers.
 """
 
@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchdet_lint.catalog import (
+from torchdet_lint.core.catalog import (
     DETERMINISTIC,
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
@@ -22,11 +22,11 @@ from torchdet_lint.catalog import (
     load_catalog,
     version_text,
 )
-from torchdet_lint.diagnostics import SILENCED_BY_FLAG
-from torchdet_lint.names import find_arg, literal
+from torchdet_lint.core.diagnostics import SILENCED_BY_FLAG
+from torchdet_lint.core.names import find_arg, literal
 from torchdet_lint.checks.switches import LIGHTNING_CLI, trainer_argument_of
-from torchdet_lint.operations import OperationMatch, backward_only_module, match_operations, match_third_party
-from torchdet_lint.rule import Rule
+from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations, match_third_party
+from torchdet_lint.core.rule import Rule
 
 _FLAG_CALL = "`torch.use_deterministic_algorithms(True)`"
 

@@ -9,9 +9,9 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import NOT_LITERAL, arg_value, dict_entry, find_arg, literal, reported_argument
-from torchdet_lint.rule import FixAvailability, Rule, last_names
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, dict_entry, find_arg, literal, reported_argument
+from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 
 CUDNN = "torch.backends.cudnn"
 BENCHMARK = CUDNN + ".benchmark"

@@ -20,11 +20,11 @@ import sys
 import libcst as cst
 
 from torchdet_lint.model.facts import GENERATOR_POSITION, RANDOM_SAMPLERS, config_helpers, facts, helper_covers, is_dataloader
-from torchdet_lint.names import NOT_LITERAL, arg_value, dotted_name, literal
-from torchdet_lint.traversal import BatchedWalker
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
+from torchdet_lint.core.traversal import BatchedWalker
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchdet_lint.context import FileContext
+    from torchdet_lint.core.context import FileContext
 
 # A file none of these words appear in holds no checkpoint, no optimizer load, no
 # state capture, no named loader generator, no reseeding loop and no save function

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.call_edits import with_keywords
-from torchdet_lint.catalog import RAISES
+from torchdet_lint.core.call_edits import with_keywords
+from torchdet_lint.core.catalog import RAISES
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
     CONTAINERS,
@@ -58,11 +58,11 @@ from torchdet_lint.model.summary import (
     Spawn,
     WorkerFunction,
 )
-from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
-from torchdet_lint.operations import OperationMatch, backward_only_module, match_operations
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
+from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchdet_lint.context import FileContext
+    from torchdet_lint.core.context import FileContext
 
 _ENVIRON_CALLS = frozenset({"os.environ.setdefault", "os.environ.update"})
 

@@ -14,8 +14,8 @@ from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.data import load_toml, rules_directory
-from torchdet_lint.names import NOT_LITERAL, arg_value, canonical, dict_entry, literal, opaque_keywords
+from torchdet_lint.core.data import load_toml, rules_directory
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, canonical, dict_entry, literal, opaque_keywords
 
 
 def rules_file(name: str) -> Path:
@@ -215,7 +215,7 @@ def dataloader_classes() -> Dict[str, bool]:
     """DataLoader and the third-party subclasses the catalog lists (PyG, DGL; RULES.md
     "Third-party libraries"): qualified name -> whether DataLoader's positional
     parameters are theirs too (otherwise only keyword arguments are read)."""
-    from torchdet_lint.catalog import load_catalog  # the catalog is data of the same layer
+    from torchdet_lint.core.catalog import load_catalog  # the catalog is data of the same layer
 
     classes = {DATALOADER: True}
     for library in load_catalog().libraries:

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from torchdet_lint.data import load_toml, rules_directory
+from torchdet_lint.core.data import load_toml, rules_directory
 
 Version = Tuple[int, int]
 AUTOTUNE = "autotune"

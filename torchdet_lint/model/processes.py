@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Callable, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.names import NOT_LITERAL, arg_value, literal
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, literal
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchdet_lint.scopes import ScopeTracker
+    from torchdet_lint.core.scopes import ScopeTracker
 
 SPAWN = "spawn"  # a new interpreter: nothing of the parent's RNG state or flags carries over
 DEFAULT = "default"  # the platform's default start method: a boundary only after `set_start_method("spawn")`

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.processes import SPAWN
@@ -22,7 +22,7 @@ from torchdet_lint.model.summary import (
     Site,
     Spawn,
 )
-from torchdet_lint.settings import Settings
+from torchdet_lint.core.settings import Settings
 
 Node = Tuple[str, str]  # (file path as displayed, function key)
 

@@ -22,7 +22,7 @@ from torchdet_lint.model.summary import (
     HeaderImport,
     Site,
 )
-from torchdet_lint.names import canonical
+from torchdet_lint.core.names import canonical
 
 
 def line_starts(text: str) -> List[int]:

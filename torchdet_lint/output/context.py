@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from torchdet_lint.source import LineIndex
+from torchdet_lint.core.source import LineIndex
 
 
 @dataclass

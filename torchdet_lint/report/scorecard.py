@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.diagnostics import Diagnostic
+from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.model.checkpoints import load_node, optimizer_loads
 from torchdet_lint.model.project import EntryPoint, Located, Project, Reach
-from torchdet_lint.source import LineIndex
+from torchdet_lint.core.source import LineIndex
 
 OK, MISSING, NOT_NEEDED = "ok", "missing", "not-needed"
 CHECKS = (

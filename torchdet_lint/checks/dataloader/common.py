@@ -6,10 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
-from torchdet_lint.call_edits import with_keywords
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import has_star_args
-from torchdet_lint.rule import Rule
+from torchdet_lint.core.call_edits import with_keywords
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import has_star_args
+from torchdet_lint.core.rule import Rule
 
 GENERATOR_EXPRESSION = "{torch}.Generator().manual_seed({torch}.initial_seed())"
 WORKER_RESEEDS_NUMPY = (1, 9)  # torch 1.9 made workers seed NumPy's global RNG

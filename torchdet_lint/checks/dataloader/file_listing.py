@@ -6,10 +6,10 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.call_edits import wrapped_in
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import dotted_name
-from torchdet_lint.rule import FixAvailability, Rule, last_names
+from torchdet_lint.core.call_edits import wrapped_in
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import dotted_name
+from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 
 _LISTINGS = frozenset({"os.listdir", "os.scandir", "glob.glob", "glob.iglob"})
 _PATH_METHODS = frozenset({"glob", "rglob", "iterdir"})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchdet_lint.model.facts import DATALOADER
-from torchdet_lint.names import NOT_LITERAL, find_arg, literal, reported_argument
-from torchdet_lint.rule import Rule
+from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal, reported_argument
+from torchdet_lint.core.rule import Rule
 
 
 class DataLoaderOutOfOrder(Rule):

@@ -8,8 +8,8 @@ import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
 from torchdet_lint.model.facts import DATALOADER, GENERATOR_POSITION, RANDOM_SAMPLERS
-from torchdet_lint.names import arg_value, opaque_keywords
-from torchdet_lint.rule import FixAvailability, Rule, last_names
+from torchdet_lint.core.names import arg_value, opaque_keywords
+from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 
 
 class UnseededRandomSplit(Rule):

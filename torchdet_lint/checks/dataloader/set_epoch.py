@@ -6,10 +6,10 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.diagnostics import SILENCED_BY_SET_EPOCH
+from torchdet_lint.core.diagnostics import SILENCED_BY_SET_EPOCH
 from torchdet_lint.model.facts import is_dataloader
-from torchdet_lint.names import arg_value, dotted_name, literal, opaque_keywords
-from torchdet_lint.rule import Rule
+from torchdet_lint.core.names import arg_value, dotted_name, literal, opaque_keywords
+from torchdet_lint.core.rule import Rule
 
 _SAMPLER_KEYWORDS = frozenset({"sampler", "batch_sampler"})
 

@@ -11,11 +11,11 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.call_edits import wrapped_in
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import _BUILTIN_NAMES, canonical, dotted_name
-from torchdet_lint.rule import FixAvailability, Rule
-from torchdet_lint.traversal import child_fields, kept_node_types
+from torchdet_lint.core.call_edits import wrapped_in
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import _BUILTIN_NAMES, canonical, dotted_name
+from torchdet_lint.core.rule import FixAvailability, Rule
+from torchdet_lint.core.traversal import child_fields, kept_node_types
 
 # -- how a value is used ----------------------------------------------------------------------
 _FREE = 0  # order-free: `len`, `in`, `min`, a set operation, display

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import merge_edits
-from torchdet_lint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.model.facts import SEEDS_TRAINER_WORKERS, facts
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary, LoaderSite, RngAttribute
-from torchdet_lint.rule import FixAvailability, ProjectRule
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 WORKER_RESEEDS_NUMPY = (1, 9)  # torch 1.9 made workers seed NumPy's global RNG
 

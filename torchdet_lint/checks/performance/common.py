@@ -8,8 +8,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from torchdet_lint.names import NOT_LITERAL, arg_value, literal
-from torchdet_lint.rule import Rule
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, literal
+from torchdet_lint.core.rule import Rule
 
 PERFORMANCE = frozenset({"performance"})
 

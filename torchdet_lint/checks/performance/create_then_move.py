@@ -6,15 +6,15 @@ from typing import Optional
 
 import libcst as cst
 
-from torchdet_lint.call_edits import with_keywords
+from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     device_like,
     may_name,
 )
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import arg_value, find_arg, has_star_args, literal
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import arg_value, find_arg, has_star_args, literal
+from torchdet_lint.core.rule import FixAvailability, Rule
 
 EXACT_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "eye", "arange"})
 # Random factories draw from the CPU generator on the CPU and from the CUDA one on the GPU.

@@ -8,8 +8,8 @@ from torchdet_lint.checks.insertions import import_edit, merge_edits
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
 )
-from torchdet_lint.diagnostics import Applicability, Edit, Fix
-from torchdet_lint.rule import FixAvailability, ProjectRule
+from torchdet_lint.core.diagnostics import Applicability, Edit, Fix
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 BENCHMARK_LINE = "torch.backends.cudnn.benchmark = True"
 

@@ -8,7 +8,7 @@ from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     may_name,
 )
-from torchdet_lint.rule import Rule, last_names
+from torchdet_lint.core.rule import Rule, last_names
 
 DATA_PARALLEL = frozenset(
     {

@@ -7,15 +7,15 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.call_edits import KEYWORD_EQUAL, with_first_argument
+from torchdet_lint.core.call_edits import KEYWORD_EQUAL, with_first_argument
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     may_name,
     torch_module_name,
 )
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import has_star_args
-from torchdet_lint.rule import FixAvailability, Rule, last_names
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import has_star_args
+from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 
 # Deprecated name -> (replacement attribute of torch.amp, target version from which it is deprecated,
 # the keywords the old positional arguments map to when the new signature orders them differently).

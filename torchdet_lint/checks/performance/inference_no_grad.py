@@ -10,8 +10,8 @@ from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     call_attr,
 )
-from torchdet_lint.names import arg_value, dotted_name, literal
-from torchdet_lint.rule import Rule
+from torchdet_lint.core.names import arg_value, dotted_name, literal
+from torchdet_lint.core.rule import Rule
 
 GRAD_DISABLING = frozenset(
     {

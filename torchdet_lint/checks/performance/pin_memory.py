@@ -8,16 +8,16 @@ import re
 
 import libcst as cst
 
-from torchdet_lint.call_edits import with_keywords
+from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     call_attr,
     device_like,
     strings_in,
 )
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import arg_value, literal, may_have_keyword
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import arg_value, literal, may_have_keyword
+from torchdet_lint.core.rule import FixAvailability, Rule
 
 DATALOADER = "torch.utils.data.DataLoader"
 _CUDA_QUERIES = frozenset({"torch.cuda.is_available", "torch.cuda.current_device", "torch.cuda.device_count"})

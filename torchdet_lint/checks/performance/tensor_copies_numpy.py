@@ -11,9 +11,9 @@ from torchdet_lint.checks.performance.common import (
     may_name,
     string_value,
 )
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import arg_value, dotted_name, find_arg, has_star_args, literal
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import arg_value, dotted_name, find_arg, has_star_args, literal
+from torchdet_lint.core.rule import FixAvailability, Rule
 
 NUMPY_ARRAY_FUNCTIONS = frozenset(
     "numpy." + name

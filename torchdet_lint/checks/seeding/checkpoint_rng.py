@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import merge_edits
-from torchdet_lint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.model.checkpoints import (
     CALL,
     GENERATOR,
@@ -23,7 +23,7 @@ from torchdet_lint.model.checkpoints import (
 )
 from torchdet_lint.model.project import EntryPoint, Located, Node, Project
 from torchdet_lint.model.summary import MAIN_KEY, MODULE_KEY, Site
-from torchdet_lint.rule import FixAvailability, ProjectRule
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 Loads = List[Tuple[str, OptimizerLoad]]  # (file, optimizer load)
 SAVE_HELPER = "rng_state_dict"

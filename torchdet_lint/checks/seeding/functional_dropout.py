@@ -8,10 +8,10 @@ from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.call_edits import with_keywords
-from torchdet_lint.diagnostics import Applicability, FixBuilder
-from torchdet_lint.names import dotted_name, find_arg, has_star_args
-from torchdet_lint.rule import FixAvailability, Rule
+from torchdet_lint.core.call_edits import with_keywords
+from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.names import dotted_name, find_arg, has_star_args
+from torchdet_lint.core.rule import FixAvailability, Rule
 
 # The functional dropouts whose `training` parameter (third, after `input` and `p`)
 # defaults to True. `F.alpha_dropout` and `F.feature_alpha_dropout` default to False

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdet_lint.names import arg_value, literal
-from torchdet_lint.rule import Rule
+from torchdet_lint.core.names import arg_value, literal
+from torchdet_lint.core.rule import Rule
 
 
 class IneffectivePythonHashSeed(Rule):

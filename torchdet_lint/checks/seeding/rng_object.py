@@ -6,10 +6,10 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.call_edits import with_first_argument
-from torchdet_lint.diagnostics import SILENCED_BY_SEEDING_CONSTRUCTOR, Applicability, FixBuilder
-from torchdet_lint.names import arg_value, dotted_name, literal
-from torchdet_lint.rule import FixAvailability, Rule, last_names
+from torchdet_lint.core.call_edits import with_first_argument
+from torchdet_lint.core.diagnostics import SILENCED_BY_SEEDING_CONSTRUCTOR, Applicability, FixBuilder
+from torchdet_lint.core.names import arg_value, dotted_name, literal
+from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 
 _SEEDABLE = {"torch.Generator": None, "numpy.random.default_rng": 0, "numpy.random.RandomState": 0, "random.Random": 0}
 SEED_KEYWORDS = {"numpy.random.default_rng": "seed", "numpy.random.RandomState": "seed", "random.Random": "x"}

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS
+from torchdet_lint.core.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS
 from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
@@ -16,8 +16,8 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
 )
 from torchdet_lint.model.summary import RNG_KINDS
-from torchdet_lint.names import dotted_name
-from torchdet_lint.rule import Rule, last_names
+from torchdet_lint.core.names import dotted_name
+from torchdet_lint.core.rule import Rule, last_names
 
 _FIRST_PARTY = "first-party"  # calls of another module's code, which may build a module
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}

@@ -7,10 +7,10 @@ import ast
 from typing import ClassVar, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import Insertion, import_edit
-from torchdet_lint.diagnostics import Diagnostic, Fix
+from torchdet_lint.core.diagnostics import Diagnostic, Fix
 from torchdet_lint.model.project import EntryPoint, Project, Reach
 from torchdet_lint.model.summary import RNG_KINDS
-from torchdet_lint.rule import FixAvailability, ProjectRule
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
 SEED_CALLS = {"torch": "torch.manual_seed(seed)", "random": "random.seed(seed)", "numpy": "np.random.seed(seed)"}

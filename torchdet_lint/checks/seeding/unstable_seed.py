@@ -9,8 +9,8 @@ import libcst as cst
 from torchdet_lint.checks.seeding.rng_object import SEED_KEYWORDS
 from torchdet_lint.model.facts import config_helpers, draw_kind, facts
 from torchdet_lint.model.summary import RNG_KINDS
-from torchdet_lint.names import NOT_LITERAL, arg_value, dotted_name, literal
-from torchdet_lint.rule import Rule, last_names
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
+from torchdet_lint.core.rule import Rule, last_names
 
 _UNSTABLE_PREFIXES = ("time.", "uuid.", "secrets.")
 _UNSTABLE_NAMES = frozenset(

@@ -18,9 +18,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from torchdet_lint.catalog import Catalog, load_catalog
+from torchdet_lint.core.catalog import Catalog, load_catalog
 from torchdet_lint.checks import all_rules
-from torchdet_lint.settings import ALL_PROFILES, Settings
+from torchdet_lint.core.settings import ALL_PROFILES, Settings
 
 SEED_COVERAGE = ("torch", "random", "numpy", "deterministic", "cudnn")
 _VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)")

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict
 
-from torchdet_lint.startup import user_cache_directory
+from torchdet_lint.core.startup import user_cache_directory
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,10 +30,11 @@ _FORMAT = b"1"
 
 def rules_directory() -> Path:
     """`torchdet_lint/rules` in an installed wheel, else the repository's `rules/`."""
-    packaged = Path(__file__).resolve().parent / "rules"
+    package = Path(__file__).resolve().parent.parent  # this module is in torchdet_lint/core/
+    packaged = package / "rules"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "rules"
+    return package.parent / "rules"
 
 
 def _cache_directory() -> Path:

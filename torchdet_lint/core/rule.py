@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Dict, FrozenSet, Iterable, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.context import FileContext
-from torchdet_lint.diagnostics import Diagnostic, FixBuilder
-from torchdet_lint.settings import ALL_PROFILES, DEFAULT_PROFILE, Settings
+from torchdet_lint.core.context import FileContext
+from torchdet_lint.core.diagnostics import Diagnostic, FixBuilder
+from torchdet_lint.core.settings import ALL_PROFILES, DEFAULT_PROFILE, Settings
 
 
 class FixAvailability(str, enum.Enum):

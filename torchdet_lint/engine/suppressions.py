@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import List, Tuple
 
-from torchdet_lint.diagnostics import PARSE_ERROR_CODE, Diagnostic
-from torchdet_lint.settings import Settings
-from torchdet_lint.source import LineIndex
+from torchdet_lint.core.diagnostics import PARSE_ERROR_CODE, Diagnostic
+from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.source import LineIndex
 
 _NOQA_RE = re.compile(r"#[ \t]*noqa(?::[ \t]*(?P<codes>[A-Z]+[0-9]+(?:[ \t]*,?[ \t]*[A-Z]+[0-9]+)*))?", re.I)
 

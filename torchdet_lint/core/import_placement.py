@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Sequence
 
-from torchdet_lint.diagnostics import Edit
+from torchdet_lint.core.diagnostics import Edit
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 

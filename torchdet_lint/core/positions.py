@@ -24,7 +24,7 @@ from libcst.metadata import (
     WhitespaceInclusivePositionProvider,
 )
 
-from torchdet_lint.traversal import child_fields, kept_node_types
+from torchdet_lint.core.traversal import child_fields, kept_node_types
 
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 Range = Tuple[int, int, int, int]  # line (1-based), column (0-based), end line, end column

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from torchdet_lint.diagnostics import Diagnostic, Edit, Fix, FixBuilder
-from torchdet_lint.import_placement import HeaderImportLine, place_import
-from torchdet_lint.names import NameResolver, dotted_name
-from torchdet_lint.positions import LocalPositions, call_with_deep_stack
-from torchdet_lint.scopes import ScopeTracker
-from torchdet_lint.settings import Settings
-from torchdet_lint.source import LineIndex, PythonTree
+from torchdet_lint.core.diagnostics import Diagnostic, Edit, Fix, FixBuilder
+from torchdet_lint.core.import_placement import HeaderImportLine, place_import
+from torchdet_lint.core.names import NameResolver, dotted_name
+from torchdet_lint.core.positions import LocalPositions, call_with_deep_stack
+from torchdet_lint.core.scopes import ScopeTracker
+from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.source import LineIndex, PythonTree
 
 if TYPE_CHECKING:  # pragma: no cover
     pass

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.catalog import (
+from torchdet_lint.core.catalog import (
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
     NOT_LITERAL,
@@ -31,7 +31,7 @@ from torchdet_lint.catalog import (
     evaluate_all,
     load_catalog,
 )
-from torchdet_lint.names import dotted_name, find_arg, literal, opaque_keywords
+from torchdet_lint.core.names import dotted_name, find_arg, literal, opaque_keywords
 
 _SEVERITY = {RAISES: 2, IGNORES_FLAG: 2, DETERMINISTIC_ALTERNATIVE: 1}
 # Receivers that are almost never tensors: `self.gather(...)` is the class's own method.

@@ -16,7 +16,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.names import NameResolver, dotted_name, find_arg, literal, remember_keyword_dict
+from torchdet_lint.core.names import NameResolver, dotted_name, find_arg, literal, remember_keyword_dict
 
 NO_GRAD_CONTEXTS = frozenset(
     {

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.checks import project_rule_classes
-from torchdet_lint.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS, SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SEEDING_CONSTRUCTOR, SILENCED_BY_SET_EPOCH, Diagnostic
-from torchdet_lint.engine import FileResult, RunOptions
+from torchdet_lint.core.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS, SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SEEDING_CONSTRUCTOR, SILENCED_BY_SET_EPOCH, Diagnostic
+from torchdet_lint.engine.file_pass import FileResult, RunOptions
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
-from torchdet_lint.source import LineIndex
-from torchdet_lint.suppressions import apply_suppressions
+from torchdet_lint.core.source import LineIndex
+from torchdet_lint.engine.suppressions import apply_suppressions
 
 
 @dataclass

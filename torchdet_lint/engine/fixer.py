@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from torchdet_lint.diagnostics import (
+from torchdet_lint.core.diagnostics import (
     PARSE_ERROR_CODE,
     Applicability,
     Diagnostic,
@@ -26,11 +26,11 @@ from torchdet_lint.diagnostics import (
     Fix,
     sort_diagnostics,
 )
-from torchdet_lint.discovery import SourceFile
-from torchdet_lint.engine import FileResult, RunOptions
-from torchdet_lint.project import ProjectContext, run_project_rules
-from torchdet_lint.runner import RunResult, lint_source, module_name_for
-from torchdet_lint.source import SourceText, encode_source
+from torchdet_lint.engine.discovery import SourceFile
+from torchdet_lint.engine.file_pass import FileResult, RunOptions
+from torchdet_lint.engine.project import ProjectContext, run_project_rules
+from torchdet_lint.engine.runner import RunResult, lint_source, module_name_for
+from torchdet_lint.core.source import SourceText, encode_source
 
 # Ruff's bound: fixes that keep producing new fixes are a bug in a rule, and
 # a run must end anyway.

@@ -22,10 +22,10 @@ from json.decoder import scanstring
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from torchdet_lint.diagnostics import Diagnostic, Edit, error_diagnostic
-from torchdet_lint.engine import FileResult, RunOptions, check_text
-from torchdet_lint.source import SourceText
-from torchdet_lint.suppressions import apply_suppressions
+from torchdet_lint.core.diagnostics import Diagnostic, Edit, error_diagnostic
+from torchdet_lint.engine.file_pass import FileResult, RunOptions, check_text
+from torchdet_lint.core.source import SourceText
+from torchdet_lint.engine.suppressions import apply_suppressions
 
 # Cell magics whose body is Python run in the notebook: the body is linted.
 # Any other cell magic (%%bash, %%writefile, %%html, ...) makes the cell opaque.

@@ -18,19 +18,19 @@ from typing import List, Optional, Tuple
 import libcst as cst
 from libcst._nodes.base import CSTNode
 
-from torchdet_lint.catalog import load_catalog
+from torchdet_lint.core.catalog import load_catalog
 from torchdet_lint.checks import file_rule_classes
-from torchdet_lint.context import FileContext
-from torchdet_lint.diagnostics import Diagnostic, error_diagnostic
+from torchdet_lint.core.context import FileContext
+from torchdet_lint.core.diagnostics import Diagnostic, error_diagnostic
 from torchdet_lint.model.checkpoints import ResumeCollector
 from torchdet_lint.model.collector import SummaryCollector
 from torchdet_lint.model.scan import empty_summary
 from torchdet_lint.model.summary import FileSummary
-from torchdet_lint.names import forget_keyword_dicts
-from torchdet_lint.settings import Settings
-from torchdet_lint.source import SourceText, python_ast
-from torchdet_lint.suppressions import apply_suppressions
-from torchdet_lint.traversal import BatchedWalker
+from torchdet_lint.core.names import forget_keyword_dicts
+from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.source import SourceText, python_ast
+from torchdet_lint.engine.suppressions import apply_suppressions
+from torchdet_lint.core.traversal import BatchedWalker
 
 # A file that mentions none of these cannot hold a finding of any file rule,
 # so it is never parsed (the byte scan is far cheaper than a LibCST parse).

@@ -15,8 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from torchdet_lint.data import TOMLDecodeError, load_toml, rules_directory  # noqa: F401  (rules_directory is public here)
-from torchdet_lint.names import NOT_LITERAL
+from torchdet_lint.core.data import TOMLDecodeError, load_toml, rules_directory  # noqa: F401  (rules_directory is public here)
+from torchdet_lint.core.names import NOT_LITERAL
 
 Version = Tuple[int, int]
 

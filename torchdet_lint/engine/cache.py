@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from torchdet_lint import __version__
-from torchdet_lint.data import rules_directory
-from torchdet_lint.engine import cyclic_gc_paused
+from torchdet_lint.core.data import rules_directory
+from torchdet_lint.engine.file_pass import cyclic_gc_paused
 
 CACHE_DIR_NAME = ".torchdet_lint_cache"
-_FORMAT = 1  # bump when the pickled result layout changes
+_FORMAT = 2  # bump when the pickled result layout changes (2: the classes moved into core/ and engine/, issue 29)
 
 
 def _catalog_fingerprint() -> str:
@@ -45,7 +45,7 @@ def code_fingerprint() -> str:
     changes the code (and so the pickled result layout) never reads stale entries."""
     global _CODE_FINGERPRINT
     if _CODE_FINGERPRINT is None:
-        package = Path(__file__).resolve().parent
+        package = Path(__file__).resolve().parent.parent  # the whole package, not just engine/
         digest = hashlib.sha256()
         for path in sorted(package.rglob("*.py")):
             stat = path.stat()
