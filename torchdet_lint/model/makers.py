@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional
 
 import libcst as cst
 
-from torchdet_lint.scopes import ScopeTracker
+from torchdet_lint.core.scopes import ScopeTracker
 
 # A factory's branches are a handful; a longer list is a plugin system, and following every
 # member of it from each call would make a reach as wide as the project.
