@@ -27,6 +27,9 @@ it("starts the found server, gets its diagnostics and applies its fix-all", { sk
   assert.equal(found.ok, true, found.message);
   const { command, args } = serverCommand(found, { ...DEFAULTS, profile: "strict" });
   const server = childProcess.spawn(command, args, { cwd: project, stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => server.once("exit", resolve));
+  // The server closes its end after `exit`: a write still queued then must not outlive the test.
+  server.stdin.on("error", () => {});
   const connection = createMessageConnection(new StreamMessageReader(server.stdout), new StreamMessageWriter(server.stdin));
   const published = [];
   let notify = () => {};
@@ -69,7 +72,9 @@ it("starts the found server, gets its diagnostics and applies its fix-all", { sk
     assert.equal(lines.join("\n"), `import torch\n${HAZARD.replace("True", "False")}\n`);
 
     await connection.sendRequest("shutdown");
-    connection.sendNotification("exit");
+    await connection.sendNotification("exit").catch(() => {});
+    // Dispose only once the server is gone, so that no write races its closing stream.
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10000))]);
   } finally {
     connection.dispose();
     server.kill();
