@@ -48,6 +48,10 @@ RELEVANT_WORDS = (
     "seed",
     "Dataset",
     "load_state_dict",
+    # Process starts (RULES.md, "Process boundaries"): a launcher that only imports
+    # `multiprocessing` starts a spawned entry point, reported at its `Process(...)`.
+    "multiprocessing",
+    "ProcessPool",
 )
 # Sets, for TDL107: a data helper that builds a label map from `set(labels)`
 # often imports none of the words above. `set(`/`set[`/`Set[`, a set

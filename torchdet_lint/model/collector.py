@@ -868,6 +868,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             or summary.is_notebook
             or self.context.path.endswith((".ipynb", "__main__.py"))
             or bool(self.loader_calls)
+            or bool(self.spawn_calls)  # a spawned function's fix may need imports (a library file starting processes)
         )
         located = self.context.has_reports or bool(self.loader_calls) or bool(self.spawn_calls)  # findings to place in their functions
         if needs_anchors or self.pending or located:

@@ -35,6 +35,10 @@ IMPORTED_BY_TOOLS = frozenset({"__init__.py", "conftest.py", "hubconf.py"})
 # the zoo; past this many members a registry call is not followed.
 MAX_REGISTRY_MEMBERS = 64
 
+# `self.` calls followed through a base class's methods for one built class (a bound, not a limit
+# real trainers reach: their template methods call a handful of hooks).
+MAX_OVERRIDE_STEPS = 32
+
 
 @dataclass
 class Located:
@@ -133,6 +137,7 @@ class Project:
         self._entry_points: Optional[List[EntryPoint]] = None
         self._reach: Dict[Node, Reach] = {}
         self._edges: Dict[Node, List[Node]] = {}
+        self._in_process: Dict[Node, List[Node]] = {}
         self._resolved: Dict[Tuple[str, str], List[Node]] = {}
         self._helpers: Optional[List[Tuple[Node, Reach]]] = None
         self._spawned: Optional[List[EntryPoint]] = None
@@ -188,14 +193,37 @@ class Project:
 
     # -- process boundaries ----------------------------------------------------------------------
     def sets_spawn_start(self, display: str) -> bool:
-        """Whether a file calls `set_start_method("spawn"|"forkserver")`: then its `Process`es and
-        `Pool`s of the default context start fresh interpreters too. (Where the start method is
-        set in another file, they are taken for forks, Linux's default.)"""
+        """Whether `set_start_method("spawn"|"forkserver")` applies to the default-context
+        `Process`es and `Pool`s of a file: the file calls it, or an entry point that reaches the
+        file also reaches the call (the start method is global to the process: a script sets it
+        once, in its main block, for the library code it runs). Elsewhere they are taken for
+        forks, Linux's default."""
         if self._spawn_start is None:
-            self._spawn_start = {
-                path for path, summary in self.summaries.items() if any("spawn-start" in f.covers for f in summary.functions.values())
-            }
+            self._spawn_start = self._find_spawn_start()
         return display in self._spawn_start
+
+    def _find_spawn_start(self) -> Set[str]:
+        setters = {path for path, summary in self.summaries.items() if any("spawn-start" in f.covers for f in summary.functions.values())}
+        if not setters or not any(spawn.method != SPAWN for s in self.summaries.values() for f in s.functions.values() for spawn in f.spawns):
+            return setters
+        marked = set(setters)
+        for entry in self.entry_points:
+            nodes = self._reached_in_process(self.entry_starts(entry))
+            if any("spawn-start" in self.summaries[file].functions[key].covers for file, key in nodes if key in self.summaries[file].functions):
+                marked.update(file for file, _ in nodes)
+        return marked
+
+    def _reached_in_process(self, starts: List[Node]) -> Set[Node]:
+        """What `starts` reach through calls and imports, without following any process start
+        (whether those are boundaries is what the caller is finding out)."""
+        seen: Set[Node] = set(starts)
+        pending = list(starts)
+        while pending:
+            for successor in self._calls_and_imports(pending.pop()):
+                if successor not in seen:
+                    seen.add(successor)
+                    pending.append(successor)
+        return seen
 
     def is_boundary(self, display: str, spawn: Spawn) -> bool:
         return spawn.method == SPAWN or self.sets_spawn_start(display)
@@ -297,13 +325,14 @@ class Project:
         head, _, rest = name.partition(".")
         if head in summary.classes:
             if not rest:
-                return self._constructor(display, head, set())
+                constructors = self._constructor(display, head, set())
+                return constructors + self._overrides_run(display, head, constructors)
             if "." not in rest:
                 method = self._method(display, head, rest, set())
                 if method is None and rest == "__call__":
                     # Calling an instance of a module runs its `forward` (nn.Module.__call__).
                     method = self._method(display, head, "forward", set())
-                return [method] if method else []
+                return [method, *self._overrides_run(display, head, [method])] if method else []
             return []
         if head in summary.exports:
             alias = summary.exports[head]
@@ -419,6 +448,38 @@ class Project:
                 chain.extend(self.base_classes(found[0], found[1], seen))
         return chain
 
+    def _overrides_run(self, display: str, name: str, methods: List[Node]) -> List[Node]:
+        """The overrides in class `name` that `self.x()` calls in the inherited `methods` run.
+
+        A base's `fit` calling `self.train_step()` runs the built class's `train_step`, not the
+        base's: for each `self.` call in a method defined in a base class (followed through the
+        base methods those calls reach), the method nearest to `name` when it is not the one the
+        base itself would run. Only for the class actually built or called, never for every
+        subclass of the base (a project that builds a quiet and a noisy trainer is not charged the
+        noisy one's draws where it builds the quiet one)."""
+        chain = self.base_classes(display, name, set())
+        own = chain[0] if chain else (display, name)
+        found: List[Node] = []
+        pending = [m for m in methods if (m[0], m[1].partition(".")[0]) != own]
+        seen = set(pending)
+        while pending and len(seen) < MAX_OVERRIDE_STEPS:
+            file, key = pending.pop()
+            owner = key.partition(".")[0]
+            function = self.summaries[file].functions.get(key)
+            for call in function.calls if function is not None else ():
+                if not call.startswith(f".{owner}.") or call.count(".") != 2:
+                    continue  # not `self.x()` (or `Owner.x()`) inside the base class
+                method = call.rpartition(".")[2]
+                nearest = self._method(display, name, method, set())
+                if nearest is None or nearest in seen:
+                    continue
+                seen.add(nearest)
+                if nearest != self._method(file, owner, method, set()):
+                    found.append(nearest)
+                if (nearest[0], nearest[1].partition(".")[0]) != own:
+                    pending.append(nearest)  # another base method: its `self.` calls go to `name` too
+        return found
+
     def _constructor(self, display: str, name: str, seen: Set) -> List[Node]:
         nodes = []
         for file, cls in self.base_classes(display, name, seen):
@@ -436,6 +497,23 @@ class Project:
 
     def edges(self, node: Node) -> List[Node]:
         found = self._edges.get(node)
+        if found is not None:
+            return found
+        targets = list(self._calls_and_imports(node))
+        display, key = node
+        function = self.summaries[display].functions.get(key)
+        # A function started in a new process is not part of this process (a spawned entry
+        # point), unless the start method is the default one and nothing sets it to "spawn".
+        for spawn in function.spawns if function is not None else ():
+            if not self.is_boundary(display, spawn):
+                targets.extend(self.resolve(display, spawn.target))
+        unique = list(dict.fromkeys(t for t in targets if t != node and t[0] in self.summaries))
+        self._edges[node] = unique
+        return unique
+
+    def _calls_and_imports(self, node: Node) -> List[Node]:
+        """The functions and modules `node` runs in its own process: every edge but process starts."""
+        found = self._in_process.get(node)
         if found is not None:
             return found
         display, key = node
@@ -459,13 +537,8 @@ class Project:
                 callee = function.reference_callees.get(reference)
                 if self.class_node(display, reference) is None and not (callee and self._registrar(display, callee)):
                     targets.extend(self.resolve(display, reference))
-            # A function started in a new process is not part of this process (a spawned entry
-            # point), unless the start method is the default one and nothing sets it to "spawn".
-            for spawn in function.spawns:
-                if not self.is_boundary(display, spawn):
-                    targets.extend(self.resolve(display, spawn.target))
         unique = list(dict.fromkeys(t for t in targets if t != node and t[0] in self.summaries))
-        self._edges[node] = unique
+        self._in_process[node] = unique
         return unique
 
     # -- reach: strongly connected components, successors first -------------------------------

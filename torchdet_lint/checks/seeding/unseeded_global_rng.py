@@ -213,9 +213,11 @@ class UnseededTorch(_UnseededGlobalRng):
     `executor.submit(fn)`, `functools.partial`, ...); a class handed to
     `functools.partial` is not built by it. A third-party launcher that starts
     processes out of sight (detectron2's `launch(main, ...)`) is taken for a
-    call in the same process. A start method set in another file than the
-    one that starts the processes is not seen (Linux's default, fork, is
-    assumed there). The fix for a spawned function is offered only when the
+    call in the same process. A start method set by code the entry point
+    reaches counts for every file that entry point reaches (the script's
+    `set_start_method("spawn")` covers the library that starts the
+    processes); a file that no such entry point reaches keeps Linux's
+    default, fork. The fix for a spawned function is offered only when the
     function is defined in the file of the call that starts it (a fix edits
     one file). For a file
     listed in config `entry-points`, each of its module-level functions
