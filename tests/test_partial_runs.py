@@ -200,6 +200,27 @@ def test_with_no_marker_a_loose_file_is_a_project_of_its_own_directory(tmp_path:
     assert timings["context_files"] == 0
 
 
+def test_a_setup_module_inside_a_package_is_not_a_project_root(tmp_path: Path) -> None:
+    """dinov2's `dinov2/eval/setup.py` builds the experiment: a `setup.py` beside an
+    `__init__.py` is a module, so the seeding helper it calls stays in the project, whether the
+    whole tree or the one script is named. A `setup.py` in a plain directory still marks one."""
+    root = tmp_path / "repo"
+    (root / "pkg" / "eval").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("", encoding="utf-8")
+    (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "pkg" / "seeding.py").write_text(SEED_HELPER, encoding="utf-8")
+    (root / "pkg" / "eval" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "pkg" / "eval" / "setup.py").write_text("from pkg.seeding import fix_seed\n\n\ndef setup():\n    fix_seed(0)\n", encoding="utf-8")
+    (root / "pkg" / "eval" / "linear.py").write_text(
+        UNSEEDED.replace("import random\n", "import random\n\nfrom pkg.eval.setup import setup\n", 1).replace("if __name__ == \"__main__\":\n", "if __name__ == \"__main__\":\n    setup()\n"),
+        encoding="utf-8",
+    )
+    assert _codes(_json(".", cwd=root), "pkg/eval/linear.py") == []
+    assert _codes(_json("pkg/eval/linear.py", cwd=root), "pkg/eval/linear.py") == []
+    (root / "pkg" / "eval" / "__init__.py").unlink()  # a plain directory: its setup.py marks a project of its own
+    assert _codes(_json("pkg/eval/linear.py", cwd=root), "pkg/eval/linear.py") == SEED_CODES
+
+
 def test_a_monorepo_lints_each_sub_project_at_its_own_torch_version(tmp_path: Path) -> None:
     """`index_add_` raises under the flag before torch 1.9 (TDL202) and has a deterministic
     implementation after (TDL201, not in the default selection)."""

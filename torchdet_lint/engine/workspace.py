@@ -28,6 +28,13 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 PYPROJECT = "pyproject.toml"
 
 
+def _holds_marker(directory: Path, has: Callable[[str], bool]) -> bool:
+    """Whether a directory holds a project marker. A `setup.py` beside an `__init__.py` is a
+    module of its package (dinov2's `eval/setup.py` builds the experiment), not a packaging
+    script: it does not cut the package off from the project around it."""
+    return any(has(marker) for marker in PROJECT_MARKERS if marker != "setup.py") or (has("setup.py") and not has("__init__.py"))
+
+
 @dataclass
 class ProjectScope:
     """One project of a run: its root, settings, every file, and which of them were named."""
@@ -124,7 +131,7 @@ class Workspace:
                 found = self._marker_root[current]
                 break
             chain.append(current)
-            if any((current / marker).exists() for marker in PROJECT_MARKERS):
+            if _holds_marker(current, lambda name, where=current: (where / name).exists()):
                 found = current
                 break
             current = current.parent if current.parent != current else None
@@ -165,7 +172,7 @@ class Workspace:
             return False
         if PYPROJECT in names and has_table(directory / PYPROJECT):
             return True
-        return scope.config is None and any(marker in names for marker in PROJECT_MARKERS)
+        return scope.config is None and _holds_marker(directory, set(names).__contains__)
 
     def walk(self, scope: ProjectScope) -> Tuple[List[Path], List[Path]]:
         """Every source file of the project (excludes and `.gitignore` applied), and the
