@@ -62,6 +62,12 @@ class FunctionalDropoutAlwaysOn(Rule):
     the same file that is one. Functions nested in such a method (a closure,
     a lambda) count: they run in the module's mode.
 
+    Not reported either: a call that runs only in training mode, in the
+    body of an `if` whose test is `self.training` or an `and` holding it
+    (`if self.training and self.p > 0:`), in the `else` of
+    `if not self.training:`, or in the training side of a conditional
+    expression (`F.dropout(x, p) if self.training else x`).
+
     Not reported: any `training` argument, since it is then a decision: a
     literal `training=True` is deliberate (Monte Carlo dropout), a
     non-literal one (`self.training`, a flag) follows something, and
@@ -129,6 +135,10 @@ class FunctionalDropoutAlwaysOn(Rule):
         # ("function", first parameter's name, every parameter's name).
         self.scopes: List[Tuple[str, object, object]] = []
         self.module_classes: Set[str] = set()
+        # Blocks and expressions that run only in training mode (`if self.training and p > 0:`):
+        # a dropout there never runs after `model.eval()`.
+        self.training_only: Set[int] = set()
+        self.in_training_block = 0
 
     # -- where we are ---------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -173,9 +183,34 @@ class FunctionalDropoutAlwaysOn(Rule):
             shadowed = shadowed or "self" in names
         return False, False
 
+    # -- training-only code ------------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        if _requires_training(node.test):
+            self.training_only.add(id(node.body))
+        elif _requires_eval(node.test) and type(node.orelse) is cst.Else:
+            self.training_only.add(id(node.orelse.body))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if _requires_training(node.test):
+            self.training_only.add(id(node.body))
+        elif _requires_eval(node.test):
+            self.training_only.add(id(node.orelse))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.in_training_block += id(node) in self.training_only
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.in_training_block -= id(original_node) in self.training_only
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self.in_training_block += id(node) in self.training_only
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self.in_training_block -= id(original_node) in self.training_only
+
     # -- the calls --------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if not self.scopes:
+        if not self.scopes or self.in_training_block or id(node) in self.training_only:
             return
         func = node.func
         if type(func) is cst.Attribute and "dropout" not in func.attr.value:
@@ -209,3 +244,21 @@ def _parameters(params: cst.Parameters) -> Tuple[Optional[str], frozenset]:
         if isinstance(star, cst.Param):
             names.append(star.name.value)
     return (positional[0].name.value if positional else None), frozenset(names)
+
+
+def _is_self_training(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.Attribute and node.attr.value == "training" and type(node.value) is cst.Name and node.value.value == "self"
+
+
+def _requires_training(test: cst.BaseExpression) -> bool:
+    """`self.training`, or an `and` of tests one of which is (`self.training and self.p > 0`)."""
+    if _is_self_training(test):
+        return True
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _requires_training(test.left) or _requires_training(test.right)
+    return False
+
+
+def _requires_eval(test: cst.BaseExpression) -> bool:
+    """`not self.training`: its `else` runs only in training mode."""
+    return type(test) is cst.UnaryOperation and type(test.operator) is cst.Not and _is_self_training(test.expression)
