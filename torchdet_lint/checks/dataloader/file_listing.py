@@ -50,7 +50,8 @@ class UnorderedFileListing(Rule):
     not passed through `sorted(...)` (generator expressions included) and not
     bound to a name that is later `.sort()`ed. The listing is followed through
     names rebound in the same function (a comprehension or `filter(...)` over
-    it, `list(...)`): it counts as sorted when what it flows into reaches
+    it, `list(...)`, a list it is added to with `+=` or `.extend(...)`, as
+    yolov5 gathers `f += glob.glob(...)`): it counts as sorted when what it flows into reaches
     `sorted(...)` / `.sort()`, and as order-free when it only reaches `len`,
     `set`, `in`, `any`, `all`, `max`, `min` or `sum` (RULES.md, "Decisions
     from real repositories"); those are not reported.
@@ -108,6 +109,9 @@ class UnorderedFileListing(Rule):
         self.flows: List[Dict[str, int]] = [{}]  # per function: name -> the listing it holds
         self.deriving: Set[int] = set()  # Name nodes read to derive another listing name (not a use)
         self.tests: Set[int] = set()  # the tests of `if` statements and expressions
+        # A listing added to a name that already holds one (`f += glob(a)`; `f += glob(b)`): it is
+        # used wherever the first one is.
+        self.joined: Dict[int, int] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if not self.dataset_file:
@@ -157,6 +161,35 @@ class UnorderedFileListing(Rule):
             name = dotted_name(target)
             if name is not None:
                 self.attribute_listings.setdefault(name, []).append(listing)
+
+    def _add_to(self, name: str, listing: int) -> None:
+        """`name += listing` / `name.extend(listing)`: the listing flows into the name."""
+        held = self.flows[-1].get(name)
+        if held is None:
+            self.flows[-1][name] = listing
+        elif held != listing:
+            self.joined[listing] = held
+        self.uses[listing].discard("other")  # being added is not a use; the name's uses decide
+
+    def _added_listing(self, value: cst.BaseExpression) -> Optional[int]:
+        source = self._source(value)
+        if isinstance(source, cst.Call) and id(source) in self.uses:
+            return id(source)
+        if isinstance(source, cst.Name) and id(source) in self.deriving:
+            return self.flows[-1].get(source.value)
+        return None
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        source = self._source(node.value)
+        if isinstance(node.operator, cst.AddAssign) and isinstance(source, cst.Name) and source.value in self.flows[-1]:
+            self.deriving.add(id(source))
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        if not isinstance(original_node.operator, cst.AddAssign) or not isinstance(original_node.target, cst.Name):
+            return
+        listing = self._added_listing(original_node.value)
+        if listing is not None:
+            self._add_to(original_node.target.value, listing)
 
     def visit_Name(self, node: cst.Name) -> None:
         listing = self.flows[-1].get(node.value)
@@ -231,6 +264,11 @@ class UnorderedFileListing(Rule):
 
     def leave_Call(self, original_node: cst.Call) -> None:
         self.enclosing.pop()
+        func = original_node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "extend" and isinstance(func.value, cst.Name) and len(original_node.args) == 1:
+            listing = self._added_listing(original_node.args[0].value)
+            if listing is not None:
+                self._add_to(func.value.value, listing)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not self.dataset_file:
@@ -239,6 +277,8 @@ class UnorderedFileListing(Rule):
             if name in self.sorted_names:
                 for listing in listings:
                     self.uses[listing].add("sorted")
+        for listing, held in self.joined.items():
+            self.uses[listing] |= self.uses[held]
         for node, name, entries in self.listings:
             uses = self.uses[id(node)]
             # Sorted somewhere it flows, or only ever used where order cannot matter.
