@@ -5,7 +5,7 @@ cuBLAS workspace), in every spelling: `torch.backends.cudnn.benchmark`,
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -63,7 +63,58 @@ def _truthy(value) -> bool:
     return value is True or value == "warn" or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
 
 
-class CudnnBenchmarkEnabled(Rule):
+class BranchTracker:
+    """Which `if` branches a statement is in, for rules that pair or weigh assignments: two
+    assignments in different branches of one `if` never run together, and a branch that also
+    sets `cudnn.deterministic = False` is a deliberate fast mode."""
+
+    def __init__(self) -> None:
+        self._branches: Dict[int, Tuple[int, int]] = {}  # block or `elif` node -> (its `if`, branch)
+        self._path: List[Tuple[int, int]] = []
+        self._blocks: List[int] = [0]  # the innermost block (0: the module)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._enter(node)
+        self._branches[id(node.body)] = (id(node), 0)
+        if type(node.orelse) is cst.Else:
+            self._branches[id(node.orelse.body)] = (id(node), 1)
+        elif type(node.orelse) is cst.If:
+            self._branches[id(node.orelse)] = (id(node), 1)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._leave(original_node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._enter(node)
+        self._blocks.append(id(node))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._leave(original_node)
+        self._blocks.pop()
+
+    def _enter(self, node: cst.CSTNode) -> None:
+        branch = self._branches.get(id(node))
+        if branch is not None:
+            self._path.append(branch)
+
+    def _leave(self, node: cst.CSTNode) -> None:
+        if id(node) in self._branches:
+            self._path.pop()
+
+    def branch_path(self) -> FrozenSet[Tuple[int, int]]:
+        return frozenset(self._path)
+
+    def block(self) -> int:
+        return self._blocks[-1]
+
+
+def exclusive(one: FrozenSet[Tuple[int, int]], other: FrozenSet[Tuple[int, int]]) -> bool:
+    """Whether two statements sit in different branches of one `if` (they never run together)."""
+    branches = dict(one)
+    return any(if_node in branches and branches[if_node] != branch for if_node, branch in other)
+
+
+class CudnnBenchmarkEnabled(BranchTracker, Rule):
     """
     ## Why is this bad?
     With `torch.backends.cudnn.benchmark = True`, cuDNN times several
@@ -83,7 +134,11 @@ class CudnnBenchmarkEnabled(Rule):
     convolution algorithm no longer varies between runs. Training can be
     slower on GPUs with fixed input shapes. Non-literal values get no fix.
     A chained assignment (`cudnn.benchmark = cudnn.deterministic = True`)
-    gets no fix, since changing the value would change both flags.
+    gets no fix, since changing the value would change both flags. Nor does
+    an assignment in a block that also sets `cudnn.deterministic = False`:
+    that block is a fast mode on purpose (torchtune's `set_seed(...,
+    debug_mode=0)` documents and tests it), and turning benchmarking off
+    there would change what the project promises; it is still reported.
 
     ## Known problems
     Only the first process is seen: a flag set by a library at import time
@@ -118,16 +173,34 @@ class CudnnBenchmarkEnabled(Rule):
         "import pytorch_lightning as pl\ntrainer = pl.Trainer(benchmark=False)\n",
     )
 
+    def __init__(self, context) -> None:
+        Rule.__init__(self, context)
+        BranchTracker.__init__(self)
+        self.enabled: List[Tuple[cst.Assign, cst.BaseExpression, int]] = []  # (assignment, value, block)
+        self.fast_blocks: set = set()  # blocks that also set `cudnn.deterministic = False`
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for name, value in cudnn_assignments(self, node):
+            constant = literal(value)
+            if name == DETERMINISTIC and constant is False:
+                self.fast_blocks.add(self.block())
             if name != BENCHMARK:
                 continue
-            constant = literal(value)
             if constant is True:
-                fix = _false_fix(value, "cudnn.benchmark") if len(node.targets) == 1 else None
-                self.report(node, "`cudnn.benchmark = True` picks convolution algorithms by timing, which can differ between runs", fix)
+                self.enabled.append((node, value, self.block()))
             elif constant is NOT_LITERAL:
                 self.report(node, "`cudnn.benchmark` is set from a non-literal value and may enable run-to-run algorithm selection")
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node, value, block in self.enabled:
+            message = "`cudnn.benchmark = True` picks convolution algorithms by timing, which can differ between runs"
+            if block in self.fast_blocks:
+                # torchtune's `set_seed(debug_mode=0)`: a documented fast mode, tested as such.
+                message += "; it sits next to `cudnn.deterministic = False` (a deliberate fast mode?): no fix offered"
+                fix = None
+            else:
+                fix = _false_fix(value, "cudnn.benchmark") if len(node.targets) == 1 else None
+            self.report(node, message, fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.call_name(node)
@@ -280,7 +353,7 @@ class CublasWorkspaceConfigMissing(Rule):
         return False
 
 
-class ContradictoryCudnnFlags(Rule):
+class ContradictoryCudnnFlags(BranchTracker, Rule):
     """
     ## Why is this bad?
     `cudnn.deterministic = True` asks cuDNN for deterministic convolution
@@ -295,7 +368,9 @@ class ContradictoryCudnnFlags(Rule):
     asked for. Speed may drop for fixed-shape convolutions.
 
     ## Known problems
-    The two flags are matched within one module only. A non-literal
+    The two flags are matched within one module only. Assignments in
+    different branches of one `if` (`if mode == 0: ... else: ...`) never run
+    together and are not paired. A non-literal
     benchmark value next to `deterministic = True` is reported as a possible
     contradiction, without a fix.
 
@@ -322,17 +397,18 @@ class ContradictoryCudnnFlags(Rule):
     )
 
     def __init__(self, context) -> None:
-        super().__init__(context)
-        self.deterministic_line: Optional[cst.CSTNode] = None
-        self.benchmarks: List[Tuple[cst.Assign, cst.BaseExpression, object]] = []
+        Rule.__init__(self, context)
+        BranchTracker.__init__(self)
+        self.deterministic: List[Tuple[cst.Assign, FrozenSet[Tuple[int, int]]]] = []
+        self.benchmarks: List[Tuple[cst.Assign, cst.BaseExpression, object, FrozenSet[Tuple[int, int]]]] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for name, value in cudnn_assignments(self, node):
             constant = literal(value)
             if name == DETERMINISTIC and constant is True:
-                self.deterministic_line = self.deterministic_line or node
+                self.deterministic.append((node, self.branch_path()))
             elif name == BENCHMARK and (constant is True or constant is NOT_LITERAL):
-                self.benchmarks.append((node, value, constant))
+                self.benchmarks.append((node, value, constant, self.branch_path()))
 
     def visit_Call(self, node: cst.Call) -> None:
         deterministic = trainer_argument(self, node, "deterministic")
@@ -351,10 +427,12 @@ class ContradictoryCudnnFlags(Rule):
             self.report(where, "`Trainer(deterministic=True, benchmark=...)` with a non-literal benchmark value may undo `deterministic`")
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if self.deterministic_line is None:
-            return
-        line = self.context.node_range(self.deterministic_line)[0]
-        for node, value, constant in self.benchmarks:
+        for node, value, constant, path in self.benchmarks:
+            # The first `deterministic = True` that can run with this benchmark setting.
+            together = next((d for d, where in self.deterministic if not exclusive(path, where)), None)
+            if together is None:
+                continue
+            line = self.context.node_range(together)[0]
             if constant is True:
                 fix = _false_fix(value, "cudnn.benchmark") if len(node.targets) == 1 else None
                 self.report(
