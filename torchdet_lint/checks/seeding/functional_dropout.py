@@ -87,7 +87,8 @@ class FunctionalDropoutAlwaysOn(Rule):
 
     ## Fix safety
     Unsafe: the fix passes `training=self.training` (as a keyword, appended
-    the way the call is laid out: a one-line call stays on one line), so
+    the way the call is laid out: a one-line call stays on one line unless
+    that passes the line length; then it is written one argument per line), so
     dropout stops after `model.eval()`. Evaluation and inference outputs
     change (they become deterministic, and usually better); a model that
     relied on dropout at inference (Monte Carlo dropout without saying so)
