@@ -71,6 +71,10 @@ class _Frame:
     counters: Set[str] = field(default_factory=set)  # loop targets that count: `for i in range(...)`, enumerate's index
 
 
+# Values that are computed, not an alias of an existing tensor (`model(x)`, `a * b`).
+_COMPUTED = frozenset({cst.Call, cst.BinaryOperation, cst.UnaryOperation})
+
+
 @dataclass(frozen=True)
 class TensorState:
     """What is known of a tensor expression: it carries no gradient, it lives on the CPU."""
@@ -105,6 +109,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self._with_values: Dict[int, cst.Call] = {}  # `with <call> as name`: the call, until `name` is bound
         # Calls bound to a name or `self.<attr>` (`emb = nn.Embedding(...)`): id -> how the file calls the object.
         self.bound_calls: Dict[int, Tuple[Optional[str], str]] = {}
+        self.computed_without_grad: Set[int] = set()  # ids of values bound where no gradient flows
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -224,7 +229,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if not values or values[-1] is None:
                 return TensorState()
             # The value's own mentions of the name are its earlier bindings (`x = x.float()`).
-            return self.tensor_state(values[-1], depth + 1, {**(before or {}), node.value: len(values) - 1})
+            state = self.tensor_state(values[-1], depth + 1, {**(before or {}), node.value: len(values) - 1})
+            if id(values[-1]) in self.computed_without_grad and not state.no_grad:
+                return TensorState(True, state.cpu)
+            return state
         if kind is cst.Subscript:
             return self.tensor_state(node.value, depth + 1, before)
         if kind is not cst.Call:
@@ -306,6 +314,11 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def _bind(self, name: str, value: Optional[cst.BaseExpression]) -> None:
         self.frames[-1].names.setdefault(name, []).append(value)
+        if type(value) in _COMPUTED and self.grad_disabled:
+            # `with torch.no_grad(): feats = model(x)`: a result computed there carries no graph,
+            # also where it is used after the block. (A name bound to a parameter there, `w =
+            # model.weight`, is the parameter itself: not marked.)
+            self.computed_without_grad.add(id(value))
 
     def _bind_target(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         if isinstance(target, cst.Name):
