@@ -71,6 +71,13 @@ class _Frame:
     counters: Set[str] = field(default_factory=set)  # loop targets that count: `for i in range(...)`, enumerate's index
 
 
+_EMPTY_INIT_CONTEXTS = frozenset(
+    {
+        "accelerate.init_empty_weights",
+        "accelerate.big_modeling.init_empty_weights",
+        "transformers.modeling_utils.no_init_weights",
+    }
+)
 # Values that are computed, not an alias of an existing tensor (`model(x)`, `a * b`).
 _COMPUTED = frozenset({cst.Call, cst.BinaryOperation, cst.UnaryOperation})
 
@@ -93,6 +100,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.frames: List[_Frame] = [_Frame("module")]
         self.classes: List[Dict[str, List[Optional[cst.BaseExpression]]]] = []  # self.<attr> values per class
         self.with_grad: List[Optional[bool]] = []  # per `with` statement: False (grad off), True (on), None
+        self.without_init: List[bool] = []  # per `with` statement: modules built in it draw no weights
         self.local_classes: Set[str] = set()
         # Who calls this file's functions: ("self", method) or (None, function) -> grad off at each call;
         # a function also used otherwise (passed, stored) may run anywhere.
@@ -468,12 +476,33 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         effects = [self._grad_effect(item.item) for item in node.items if isinstance(item.item, (cst.Call, cst.Name, cst.Attribute))]
         known = [effect for effect in effects if effect is not None]
         self.with_grad.append(known[-1] if known else None)
+        self.without_init.append(any(type(item.item) is cst.Call and self._skips_init(item.item) for item in node.items))
         for item in node.items:
             if item.asname is not None and type(item.item) is cst.Call:
                 self._with_values[id(item.asname)] = item.item
 
     def leave_With(self, original_node: cst.With) -> None:
         self.with_grad.pop()
+        self.without_init.pop()
+
+    def _skips_init(self, call: cst.Call) -> bool:
+        """`torch.device("meta")`, Fabric's `init_module(empty_init=True)`, Accelerate's
+        `init_empty_weights()`, Transformers' `no_init_weights()`: modules built there get no
+        initial weights drawn (they are loaded afterwards)."""
+        qualified = self.resolver.qualified_name(call.func)
+        if qualified == "torch.device":
+            return bool(call.args) and literal(call.args[0].value) == "meta"
+        if qualified in _EMPTY_INIT_CONTEXTS:
+            return True
+        if type(call.func) is cst.Attribute and call.func.attr.value == "init_module":
+            empty = find_arg(call, "empty_init")
+            return empty is not None and literal(empty.value) is True
+        return False
+
+    @property
+    def skips_init(self) -> bool:
+        """Whether modules built here draw no initial weights (see `_skips_init`)."""
+        return any(self.without_init)
 
     def visit_Expr(self, node: cst.Expr) -> None:
         # `torch.set_grad_enabled(False)` as a statement: off for the rest of the function.

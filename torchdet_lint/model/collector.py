@@ -543,6 +543,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 function.add_call(f"{made}.{attribute}", seen)
         # RNG draws
         kind = draw_kind(qualified, node)
+        if kind == "torch" and qualified in self.facts.torch_modules and self.context.scopes.skips_init:
+            kind = None  # `with torch.device("meta"):` and the like build modules without drawing weights
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
             kind = "torch"
         if kind is None and is_dataloader(qualified):

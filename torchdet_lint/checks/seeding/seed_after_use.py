@@ -49,7 +49,11 @@ class SeedAfterRngUse(Rule):
     deliberate re-seed, as in tests) is not reported, nor a draw that makes
     the seed itself (`if opt.seed is None: opt.seed = random.randint(...)`
     before `random.seed(opt.seed)`): that seed changes between runs, which is
-    TDL007's finding.
+    TDL007's finding. Nor is a module built where no initial weights are
+    drawn: in `with torch.device("meta"):`, Fabric's
+    `init_module(empty_init=True)`, Accelerate's `init_empty_weights()` or
+    Transformers' `no_init_weights()` (litgpt builds its model that way,
+    loads the checkpoint, then seeds for sampling).
 
     ## Known problems
     Only one body at a time is seen (a module with its main block, or one
@@ -151,6 +155,8 @@ class SeedAfterRngUse(Rule):
             if "torch" in covers:
                 drawn.pop(_FIRST_PARTY, None)
             return
+        if self.context.scopes.skips_init and self._builds_module(node, qualified):
+            return  # built on the meta device or without initial weights: nothing drawn
         kind = self._draw(node, qualified)
         if kind is not None and kind not in seeded:
             draws = drawn.setdefault(kind, [])
@@ -170,6 +176,12 @@ class SeedAfterRngUse(Rule):
             if isinstance(arg.value, (cst.Name, cst.Attribute)):
                 sources.extend(v for v in self.context.scopes.expression_values(arg.value) if v is not None)
         return sources
+
+    def _builds_module(self, node: cst.Call, qualified: Optional[str]) -> bool:
+        """A torch module class, a module class of this file, or a first-party class or factory."""
+        if qualified is None:
+            return isinstance(node.func, cst.Name) and node.func.value in self.module_classes
+        return qualified in facts().torch_modules or qualified.split(".", 1)[0] in self.context.first_party
 
     def _draw(self, node: cst.Call, qualified: Optional[str]) -> Optional[str]:
         kind = draw_kind(qualified, node)
