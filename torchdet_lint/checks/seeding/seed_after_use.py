@@ -19,6 +19,8 @@ from torchdet_lint.model.summary import RNG_KINDS
 from torchdet_lint.core.names import dotted_name
 from torchdet_lint.core.rule import Rule, last_names
 
+MAX_SEED_SOURCES = 16  # expressions a seed is followed through (names, a few steps deep)
+
 _FIRST_PARTY = "first-party"  # calls of another module's code, which may build a module
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
 MAX_DRAWS = 8  # draws remembered per generator and body, before its first seed
@@ -48,7 +50,9 @@ class SeedAfterRngUse(Rule):
     A seed that comes after a draw which an earlier seed already covered (a
     deliberate re-seed, as in tests) is not reported, nor a draw that makes
     the seed itself (`if opt.seed is None: opt.seed = random.randint(...)`
-    before `random.seed(opt.seed)`): that seed changes between runs, which is
+    before `random.seed(opt.seed)`, also several names away: `seed =
+    rand_seed.item()`, `torch.manual_seed(seed + rank)`): that seed changes
+    between runs, which is
     TDL007's finding. Nor is a module built where no initial weights are
     drawn: in `with torch.device("meta"):`, Fabric's
     `init_module(empty_init=True)`, Accelerate's `init_empty_weights()` or
@@ -171,10 +175,19 @@ class SeedAfterRngUse(Rule):
         """What the seed of a seeding call is made of: its arguments, and the values given so far
         to a name or attribute chain passed as the seed (`seed = random.randint(...)`)."""
         sources: List[cst.BaseExpression] = []
-        for arg in call.args:
-            sources.append(arg.value)
-            if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                sources.extend(v for v in self.context.scopes.expression_values(arg.value) if v is not None)
+        pending = [arg.value for arg in call.args]
+        followed: Set[str] = set()
+        # Through a few names, as TDL007 follows them: `rand_seed = torch.randint(...)`,
+        # `seed = rand_seed.item()`, `torch.manual_seed(seed + rank)` is TDL007's finding alone.
+        while pending and len(sources) < MAX_SEED_SOURCES:
+            value = pending.pop()
+            sources.append(value)
+            for name in _names_in(value):
+                key = dotted_name(name)
+                if key is None or key in followed:
+                    continue
+                followed.add(key)
+                pending.extend(v for v in self.context.scopes.expression_values(name) if v is not None)
         return sources
 
     def _builds_module(self, node: cst.Call, qualified: Optional[str]) -> bool:
@@ -194,6 +207,24 @@ class SeedAfterRngUse(Rule):
         if qualified is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in facts().torch_methods and self.context.imports_torch:
             return "torch"
         return None
+
+
+def _names_in(value: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The names and attribute chains a seed expression reads (`seed + rank`: both; an
+    attribute chain `args.seed` as a whole)."""
+    found: List[cst.BaseExpression] = []
+    stack: List[cst.CSTNode] = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Name or (type(node) is cst.Attribute and dotted_name(node) is not None):
+            found.append(node)
+        elif type(node) is cst.Call:
+            stack.extend(arg.value for arg in node.args)
+            if type(node.func) is cst.Attribute:
+                stack.append(node.func.value)  # `rand_seed.item()` reads `rand_seed`
+        else:
+            stack.extend(child for child in node.children if isinstance(child, cst.BaseExpression))
+    return found
 
 
 def _within(node: cst.CSTNode, tree: cst.CSTNode) -> bool:
