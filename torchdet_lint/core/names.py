@@ -99,6 +99,7 @@ class NameResolver(cst.BatchableCSTVisitor):
         self._except_depth = 0
         self._function_depth = 0
         self.imported_modules: List[str] = []  # every imported module, in order, for the project graph
+        self.star_imports: List[str] = []  # modules whose names `from m import *` brings in
 
     # -- queries -----------------------------------------------------------------
     def lookup(self, name: str) -> Optional[str]:
@@ -190,6 +191,8 @@ class NameResolver(cst.BatchableCSTVisitor):
             module = self.resolve_relative(node)
             if isinstance(node.names, cst.ImportStar):
                 self.imported_modules.append(module)
+                if module not in self.star_imports:
+                    self.star_imports.append(module)
                 return
             for alias in node.names:
                 imported = _module_name_of(alias.name)

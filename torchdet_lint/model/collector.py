@@ -862,6 +862,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if len(function.ops) < MAX_SITES and not self.context.scopes.only_called_without_grad(identity):
                 function.ops.append(site)
         summary.imports = list(self.resolver.imported_modules)
+        summary.star_imports = list(self.resolver.star_imports)
         summary.exports = {name: value for name, value in self.resolver.module_final.items() if value is not None}
         needs_anchors = (
             summary.main_guard_line is not None

@@ -337,6 +337,11 @@ class Project:
         if head in summary.exports:
             alias = summary.exports[head]
             return self.resolve(display, alias + ("." + rest if rest else ""), depth + 1) if not alias.startswith(".") else []
+        for module in summary.star_imports if not head.startswith("_") else ():
+            # `from .conv import *` in a package's `__init__.py` (PyG's `torch_geometric.nn`).
+            found = self.resolve(display, f"{module}.{name}", depth + 1)
+            if found:
+                return found
         return []
 
     def _registry_members(self, display: str, registry: str, depth: int) -> List[Node]:
@@ -392,6 +397,10 @@ class Project:
         head, _, rest = name.partition(".")
         if head in summary.exports and not rest:
             return self.class_node(display_, summary.exports[head], depth + 1)
+        for module in summary.star_imports if not rest and not head.startswith("_") else ():
+            found = self.class_node(display_, f"{module}.{head}", depth + 1)
+            if found is not None:
+                return found
         return None
 
     def builds_drawing_module(self, display: str, target: str) -> bool:

@@ -162,6 +162,9 @@ class _AstScanner:
                 module = _absolute_module(summary, node)
                 for alias in node.names:
                     summary.imports.append(module if alias.name == "*" else (f"{module}.{alias.name}" if module else alias.name))
+        summary.star_imports = [
+            _absolute_module(summary, node) for node in _module_level(tree.body) if isinstance(node, ast.ImportFrom) and node.names[0].name == "*"
+        ]
         for statement in tree.body:
             self._bind_module_level(statement)
         summary.exports = {k: canonical(v) for k, v in self.bindings.items()}

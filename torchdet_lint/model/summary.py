@@ -194,6 +194,8 @@ class FileSummary:
     module_name: Optional[str] = None
     imports: List[str] = field(default_factory=list)  # qualified modules/names imported anywhere, in order
     module_imports: List[str] = field(default_factory=list)  # those imported at module level (run on import)
+    # `from .conv import *` at module level: the modules whose public names this one re-exports.
+    star_imports: List[str] = field(default_factory=list)
     imports_torch: bool = False
     is_notebook: bool = False  # a Jupyter notebook: an entry point of its own (module_name is None)
     is_package: bool = False
