@@ -662,9 +662,29 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return None
         code = self.context.module.code_for_node
         spawn = Spawn(target, method, code(expression), _spelling(node.func))
+        spawn.passed = self._functions_passed(node, expression)
         self.function.spawns.append(spawn)
         self.spawn_calls.append((node, spawn))
         return expression
+
+    def _functions_passed(self, node: cst.Call, started: cst.BaseExpression) -> List[str]:
+        """First-party functions handed to the started function as its arguments (`Process(
+        target=spawned_train, args=(train_fn, opt))`): the new process calls them, as OpenNMT's
+        `spawned_train(process_fn, ...)` does."""
+        values: List[cst.BaseExpression] = []
+        for arg in node.args:
+            if arg.value is started:
+                continue
+            if arg.keyword is not None and arg.keyword.value == "args" and type(arg.value) in (cst.Tuple, cst.List):
+                values.extend(element.value for element in arg.value.elements)
+            elif arg.keyword is None:
+                values.append(arg.value)  # `executor.submit(fn, train_fn, opt)`
+        passed = []
+        for value in values:
+            target = self._target(value) if type(value) in (cst.Name, cst.Attribute) else None
+            if target and self._first_party(target) and target not in passed:
+                passed.append(target)
+        return passed
 
     def _seed_argument(self, node: cst.Call, site: Site) -> None:
         """The seed a seeding call passes, and the `if` that guards it on that seed

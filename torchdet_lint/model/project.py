@@ -245,12 +245,22 @@ class Project:
             for display, spawn in self.entry_reach(parent).spawns:
                 key = (display, spawn.line, spawn.column, spawn.target)
                 targets = tuple(self.resolve(display, spawn.target))
+                if targets:
+                    targets += tuple(self._passed_functions(display, spawn, targets))
                 if key in found or not targets:
                     continue
                 entry = EntryPoint(display, "spawned", self.summaries[display], spawn, parent, targets)
                 found[key] = entry
                 pending.append(entry)
         return sorted(found.values(), key=lambda e: (e.path, e.line, e.spawn.column))
+
+    def _passed_functions(self, display: str, spawn: Spawn, already: Tuple[Node, ...]) -> List[Node]:
+        """The first-party functions (not classes) a process start hands to its function."""
+        found: List[Node] = []
+        for passed in spawn.passed:
+            if self.class_node(display, passed) is None:
+                found.extend(node for node in self.resolve(display, passed) if node not in already and node not in found)
+        return found
 
     @property
     def runs(self) -> List[EntryPoint]:
@@ -515,7 +525,9 @@ class Project:
         # point), unless the start method is the default one and nothing sets it to "spawn".
         for spawn in function.spawns if function is not None else ():
             if not self.is_boundary(display, spawn):
-                targets.extend(self.resolve(display, spawn.target))
+                started = self.resolve(display, spawn.target)
+                targets.extend(started)
+                targets.extend(self._passed_functions(display, spawn, tuple(started)))
         unique = list(dict.fromkeys(t for t in targets if t != node and t[0] in self.summaries))
         self._edges[node] = unique
         return unique

@@ -45,6 +45,8 @@ class Spawn:
     end_column: int = 1
     start_offset: int = 0
     end_offset: int = 0
+    # First-party functions handed to the started function as arguments: it may call them.
+    passed: List[str] = field(default_factory=list)
 
 
 @dataclass
