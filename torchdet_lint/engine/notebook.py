@@ -39,6 +39,9 @@ _ASSIGNED_MAGIC_RE = re.compile(r"[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=
 # `obj?`, `obj.attr??`, `%magic?`: help requests at the end of a line.
 _HELP_SUFFIX_RE = re.compile(r"%{0,2}[A-Za-z_][\w.]*\?{1,2}")
 
+# A line a message cites in the joined code (TDL004's `(line 23)`), turned into a cell line.
+_CITED_LINE = re.compile(r"\(line (\d+)\)")
+
 
 class NotebookError(Exception):
     """The file is not a notebook torchdet-lint can read; the message says why."""
@@ -123,10 +126,17 @@ class Notebook:
                 return first, first + cell.code.count("\n") - 1
         raise KeyError(number)
 
+    def line_label(self, line: int) -> str:
+        """How a message names a line of the joined code: `cell 5, line 5`."""
+        cell, line_in_cell, _ = self.cell_position(self._line_offset(line))
+        return f"cell {cell}, line {line_in_cell}"
+
     def place(self, diagnostic: Diagnostic) -> Diagnostic:
-        """Turn a diagnostic positioned in the joined code into a cell position (idempotent)."""
+        """Turn a diagnostic positioned in the joined code into a cell position (idempotent),
+        and the lines its message cites (`(line 23)`) into cell lines."""
         if diagnostic.cell is not None or not self.cells:
             return diagnostic
+        diagnostic.message = _CITED_LINE.sub(lambda match: f"({self.line_label(int(match.group(1)))})", diagnostic.message)
         cell = self.cell_at(self._line_offset(diagnostic.line))
         first_line, last_line = self.cell_lines(cell.number)
         diagnostic.cell = cell.number
