@@ -77,7 +77,7 @@ class _Set:
     """A set object: what its elements are, as a list of parts (an element kind, or another
     `_Set` whose elements it shares). A function's return slot is a `_Set` too."""
 
-    __slots__ = ("parts", "slot", "singleton", "declared", "elements", "owner", "filled_elsewhere")
+    __slots__ = ("parts", "slot", "singleton", "declared", "elements", "owner", "filled_elsewhere", "meet")
 
     def __init__(self, parts: Optional[list] = None, slot: bool = False) -> None:
         self.parts = parts if parts is not None else []
@@ -88,6 +88,9 @@ class _Set:
         self.elements: Optional["_Set"] = None  # a call's result: what iterating it gives, set or not
         self.owner: Optional[cst.FunctionDef] = None  # the function whose returned elements these are
         self.filled_elsewhere = False  # handed, still empty, to a call that may fill it
+        # An intersection (`a & b`, `a.intersection(b)`): its elements are in every part, so they
+        # are strings when one part holds only strings.
+        self.meet = False
 
 
 class _Ordered:
@@ -227,6 +230,11 @@ class _Kinds:
         # A function's return slot (or a call of it) is a set only if the function returns one
         # (or is annotated so); any other set is one.
         real = not set_.slot or declared is not False
+        if set_.meet:
+            answers = [self.of(part) if type(part) is _Set else (part is _STR, part is _STR, part is _NONSTR, True) for part in set_.parts]
+            if any(p_all and p_some and p_real for p_some, p_all, _, p_real in answers):
+                answer = self.memo[key] = (True, True, False, real)
+                return answer
         some_str, all_str, all_nonstr, known = False, True, True, declared is None
         if declared is None:
             all_str = all_nonstr = False  # `set[Node]`: elements of another type
@@ -680,7 +688,9 @@ class _Analysis:
             parts = [left if type(left) is _Set else _element_kind(_item(left))]
             if operator is not cst.Subtract:
                 parts.append(right if type(right) is _Set else _element_kind(_item(right)))
-            return _Set(parts)
+            result = _Set(parts)
+            result.meet = operator is cst.BitAnd
+            return result
         if operator is cst.Add:
             if type(left) is _Ordered:
                 self.use(right, node.right, _OTHER)
@@ -902,7 +912,9 @@ class _Analysis:
                     value = self.consume(arg.value, _FREE)
                     if attribute != "difference":
                         parts.append(value if type(value) is _Set else _element_kind(_item(value)))
-                return _Set(parts)
+                result = _Set(parts)
+                result.meet = attribute == "intersection"
+                return result
             if attribute == "pop" and not node.args:
                 self.rule.no_fix.add(id(receiver_node))  # `sorted(s).pop()` would leave `s` whole
                 if not (receiver.filled_elsewhere and not receiver.parts):
@@ -1209,7 +1221,8 @@ class UnorderedSetIteration(Rule):
     Wraps the set expression in `sorted(...)`, in place (`list(set(x))`
     becomes `list(sorted(set(x)))`, `for c in s:` becomes
     `for c in sorted(s):`); nothing else is re-indented. Safe when every
-    element is known to be a string: the program keeps its meaning and loses
+    element is known to be a string (an intersection with a set of strings,
+    `methods & {"spawn", "fork"}`, holds only strings): the program keeps its meaning and loses
     only the run-to-run variation of the order. Unsafe when the elements are
     not all known to be strings (the index-mapping case, or a set that also
     holds values of unknown type): `sorted` raises `TypeError` on elements
