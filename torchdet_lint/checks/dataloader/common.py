@@ -15,6 +15,20 @@ GENERATOR_EXPRESSION = "{torch}.Generator().manual_seed({torch}.initial_seed())"
 WORKER_RESEEDS_NUMPY = (1, 9)  # torch 1.9 made workers seed NumPy's global RNG
 
 
+def runs_in_loader_worker(node: cst.FunctionDef) -> bool:
+    """A function named as a DataLoader's worker init function is (`worker_init_fn`, `seed_worker`,
+    `_worker_init`): it runs in a worker whose generators the loader already seeded."""
+    name = node.name.value
+    return name == "seed_worker" or "worker_init" in name
+
+
+def seeded_in_worker(torch_version) -> frozenset:
+    """The global RNGs a DataLoader worker seeds from the loader's base seed before its init
+    function runs: `random` and torch always, NumPy's from torch 1.9. A draw from them there is
+    the same in every run seeded the same way."""
+    return frozenset({"random", "torch", "numpy"} if tuple(torch_version) >= WORKER_RESEEDS_NUMPY else {"random", "torch"})
+
+
 def _torch_name(rule: Rule, builder: FixBuilder) -> Optional[str]:
     """The local name of `torch` for a fix, adding `import torch` when there is none."""
     final = rule.context.resolver.module_final

@@ -15,6 +15,7 @@ from torchdet_lint.model.facts import (
     is_dataloader,
     loader_shuffles,
 )
+from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.model.summary import RNG_KINDS
 from torchdet_lint.core.names import dotted_name
 from torchdet_lint.core.rule import Rule, last_names
@@ -109,7 +110,9 @@ class SeedAfterRngUse(Rule):
         self.frames.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.frames.append(({}, set()))
+        # In a DataLoader worker's init function the loader has seeded the generators already.
+        seeded = set(seeded_in_worker(self.context.torch_version)) if runs_in_loader_worker(node) else set()
+        self.frames.append(({}, seeded))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.frames.pop()
@@ -222,8 +225,10 @@ def _names_in(value: cst.BaseExpression) -> List[cst.BaseExpression]:
             stack.extend(arg.value for arg in node.args)
             if type(node.func) is cst.Attribute:
                 stack.append(node.func.value)  # `rand_seed.item()` reads `rand_seed`
+        elif type(node) is cst.Attribute:
+            stack.append(node.value)  # `f().x`: not the attribute's own name
         else:
-            stack.extend(child for child in node.children if isinstance(child, cst.BaseExpression))
+            stack.extend(node.children)  # through subscripts and their slices (`state[1][i]`)
     return found
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.checks.seeding.rng_object import SEED_KEYWORDS
 from torchdet_lint.model.facts import config_helpers, draw_kind, facts
 from torchdet_lint.model.summary import RNG_KINDS
@@ -52,6 +53,12 @@ class UnstableSeedValue(Rule):
     `len(...)`/`int(...)` results or parameters annotated `int`/`float` is
     the same in every run and is silent.
 
+    In a DataLoader worker's init function (named `worker_init_fn`,
+    `seed_worker` or `*worker_init*`) a draw from `random` or torch, and from
+    NumPy from torch 1.9, is not unstable: the worker seeded those
+    generators from the loader's base seed before calling it
+    (latent-diffusion derives each worker's NumPy seed from NumPy's state).
+
     ## Known problems
     `hash(x)` of a value whose type is not visible (a parameter without an
     annotation, an attribute) is reported as "may be a str"; hash a string
@@ -78,9 +85,19 @@ class UnstableSeedValue(Rule):
         "import time\nimport torch\nstart = time.time()\ntorch.manual_seed(0)\n",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.worker_functions: List[bool] = []  # per enclosing def: a DataLoader worker's init function
+
     @classmethod
     def words(cls, settings) -> Tuple[str, ...]:
         return last_names(["manual_seed", "seed", *facts().helpers, *SEED_KEYWORDS, *config_helpers(settings)])
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.worker_functions.append(runs_in_loader_worker(node))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.worker_functions.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -201,6 +218,8 @@ class UnstableSeedValue(Rule):
                 elif name and (name.startswith(_UNSTABLE_PREFIXES) or name in _UNSTABLE_NAMES):
                     return f"`{spelling}()`"
                 elif name and draw_kind(name) is not None:
+                    if self.worker_functions and self.worker_functions[-1] and draw_kind(name) in seeded_in_worker(self.context.torch_version):
+                        continue  # in a loader worker's init function the loader seeded that generator
                     return f"a random draw, `{spelling}()`"
             stack.extend(reversed(current.children))  # left to right: name the first source
         return None
