@@ -36,7 +36,7 @@ from torchdet_lint.model.facts import (
     mentions_cuda,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
-from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
@@ -386,7 +386,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if isinstance(target, cst.Name):
                 self.bound_expressions[-1][target.value] = value
                 if isinstance(value, cst.Call):
-                    called = self._target(value.func)
+                    built = unwrap_self_returning(value)  # `model = Net().to(device)`
+                    called = self._target(built.func) if type(built) is cst.Call else None
                     if called:
                         self.keys[-1][3][target.value] = called
                     if called == "functools.partial" and value.args and self._at_module_level():
@@ -693,7 +694,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if qualified is None:  # a local, not an import or a builtin: `x = a or Net()`
                 found.extend(f"{made}.__call__" for made in self._makers_of(func))
         elif kind is cst.Call:
-            made = self._target(func.func)
+            built = unwrap_self_returning(func)  # `Net().cuda()(x)`
+            made = self._target(built.func) if type(built) is cst.Call else None
             if made:
                 found.append(f"{made}.__call__")
         elif kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":

@@ -10,7 +10,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.model.facts import CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
-from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
 from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_SITES,
@@ -288,7 +288,9 @@ class _AstScanner:
         """What an object may be: the calls whose result it can hold (as `makers.Makers`)."""
         if node is None or steps > MAX_STEPS or len(found) >= MAX_CANDIDATES:
             return found
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING:
+            self._makers(_unwrap_self_returning(node), key, class_name, found, steps)  # `Net(...).to(device)`
+        elif isinstance(node, ast.Call):
             made = self._target(node.func, class_name)
             if made and made not in found:
                 found.append(made)
@@ -320,7 +322,8 @@ class _AstScanner:
         for child in ast.walk(node):
             # `trainer = Trainer()`, then `trainer.fit()`: the method of that class
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name) and isinstance(child.value, ast.Call):
-                called = self._target(child.value.func, class_name)
+                built = _unwrap_self_returning(child.value)  # `model = Net().to(device)`
+                called = self._target(built.func, class_name) if isinstance(built, ast.Call) else None
                 if called:
                     types[child.targets[0].id] = called
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
@@ -370,7 +373,8 @@ class _AstScanner:
                 if isinstance(func, ast.Name) and func.id in types:
                     function.add_call(f"{types[func.id]}.__call__", seen)
                 elif isinstance(func, ast.Call):
-                    made = self._target(func.func, class_name)
+                    built = _unwrap_self_returning(func)  # `Net().cuda()(x)`
+                    made = self._target(built.func, class_name) if isinstance(built, ast.Call) else None
                     if made:
                         function.add_call(f"{made}.__call__", seen)
                 elif isinstance(func, ast.Subscript):
@@ -379,6 +383,13 @@ class _AstScanner:
                         registry = "." + func.value.id  # the registry's own module
                     if registry:
                         function.add_call(f"{registry}{REGISTRY_MEMBER}", seen)
+
+
+def _unwrap_self_returning(node: ast.expr) -> ast.expr:
+    """`Net().cuda().eval()` -> `Net()` (as `makers.unwrap_self_returning`)."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING:
+        node = node.func.value
+    return node
 
 
 def _ast_dotted(node: ast.AST) -> Optional[str]:
