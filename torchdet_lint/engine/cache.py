@@ -25,7 +25,7 @@ from torchdet_lint.core.data import rules_directory
 from torchdet_lint.engine.file_pass import cyclic_gc_paused
 
 CACHE_DIR_NAME = ".torchdet_lint_cache"
-_FORMAT = 2  # bump when the pickled result layout changes (2: the classes moved into core/ and engine/, issue 29)
+_FORMAT = 3  # bump when the pickled result layout changes (2: the classes moved into core/ and engine/, issue 29; 3: FileSummary.aliases)
 
 
 def _catalog_fingerprint() -> str:

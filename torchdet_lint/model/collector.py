@@ -6,7 +6,7 @@ work, catalog operations and DataLoaders, per function.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -147,6 +147,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def visit_Module(self, node: cst.Module) -> None:
         self.summary.function(MODULE_KEY)
         self.module_defs = {s.name.value for s in node.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        self._aliases(node.body)
         # Module-level RNG objects, known before the classes that use them are visited.
         final = self.resolver.module_final
         for statement in node.body:
@@ -157,6 +158,27 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         bound = final.get(head)
                         if bound and canonical(f"{bound}.{rest}" if rest else bound) in self.facts.rng_objects:
                             self.module_rng_names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+
+    def _aliases(self, body: Sequence[cst.BaseStatement]) -> None:
+        """`Model = DetectionModel` at module level: the final binding of a name to one of this
+        file's functions or classes (or to such an alias), as the resolver reads imports."""
+        aliases = self.summary.aliases
+        for statement in body:
+            if type(statement) is cst.SimpleStatementLine:
+                for small in statement.body:
+                    if type(small) is not cst.Assign:
+                        continue
+                    value = small.value
+                    local = value.value if type(value) is cst.Name and (value.value in self.module_defs or value.value in aliases) else None
+                    for target in small.targets:
+                        if type(target.target) is cst.Name:
+                            name = target.target.value
+                            if local is not None and name != local:
+                                aliases[name] = aliases.get(local, "." + local)
+                            else:
+                                aliases.pop(name, None)
+            elif type(statement) in (cst.FunctionDef, cst.ClassDef):
+                aliases.pop(statement.name.value, None)
 
     # -- statements: header imports, main guard, script work ------------------------------
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -374,6 +396,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return f"{types[head]}.{rest}"
         if head in self.module_defs and self.resolver.lookup(head) is None:
             return "." + dotted
+        if head in self.summary.aliases and self.resolver.lookup(head) is None:
+            return self.summary.aliases[head] + ("." + rest if rest else "")
         return None
 
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -337,6 +337,8 @@ class Project:
         if head in summary.exports:
             alias = summary.exports[head]
             return self.resolve(display, alias + ("." + rest if rest else ""), depth + 1) if not alias.startswith(".") else []
+        if head in summary.aliases:  # `Model = DetectionModel`, imported as `from models import Model`
+            return self.resolve(display, summary.aliases[head] + ("." + rest if rest else ""), depth + 1)
         return []
 
     def _registry_members(self, display: str, registry: str, depth: int) -> List[Node]:
@@ -392,6 +394,8 @@ class Project:
         head, _, rest = name.partition(".")
         if head in summary.exports and not rest:
             return self.class_node(display_, summary.exports[head], depth + 1)
+        if head in summary.aliases and not rest:
+            return self.class_node(display_, summary.aliases[head], depth + 1)
         return None
 
     def builds_drawing_module(self, display: str, target: str) -> bool:

@@ -187,18 +187,29 @@ class _AstScanner:
                     if member and isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.module_names:
                         self.summary.registries.setdefault(target.value.id, []).append(member)
 
-    def _bind_module_level(self, statement: ast.stmt) -> None:
+    def _bind_module_level(self, statement: ast.stmt, top: bool = True) -> None:
+        aliases = self.summary.aliases
         if isinstance(statement, ast.Assign):
             self.module_names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
+            # `Model = DetectionModel`: an alias of this file's own function or class (top level only, as the collector)
+            value = statement.value
+            local = value.id if top and isinstance(value, ast.Name) and (value.id in self.local_defs or value.id in aliases) else None
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    if local is not None and target.id != local:
+                        aliases[target.id] = aliases.get(local, "." + local)
+                    else:
+                        aliases.pop(target.id, None)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.local_defs.add(statement.name)
             self.bindings.pop(statement.name, None)
+            aliases.pop(statement.name, None)
         elif isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name, qualified in _import_bindings(self.summary, statement):
                 self.bindings[name] = qualified
         elif isinstance(statement, (ast.If, ast.Try)):
             for child in [*statement.body, *getattr(statement, "orelse", []), *getattr(statement, "finalbody", [])]:
-                self._bind_module_level(child)
+                self._bind_module_level(child, top=False)
 
     def _target(self, node: ast.AST, class_name: Optional[str]) -> Optional[str]:
         dotted = _ast_dotted(node)
@@ -210,6 +221,8 @@ class _AstScanner:
             return f".{class_name}.{parts[1]}"
         if head in self.local_defs:
             return "." + dotted
+        if head in self.summary.aliases:
+            return ".".join([self.summary.aliases[head], *parts[1:]])
         if head in self.bindings:
             return canonical(".".join([self.bindings[head], *parts[1:]]))
         return None

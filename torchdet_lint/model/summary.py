@@ -217,6 +217,9 @@ class FileSummary:
     # Registering decorators defined here: function -> the module-level registry its body stores the
     # decorated function in (`_METRICS[fn.__name__] = fn`, also from a nested `deco(fn)`).
     registrars: Dict[str, str] = field(default_factory=dict)
+    # Module-level aliases of this file's own functions and classes (`Model = DetectionModel`):
+    # name -> ".DetectionModel" (an alias of an import is in `exports`).
+    aliases: Dict[str, str] = field(default_factory=dict)
     # Module-level `name = functools.partial(f, ...)`: name -> f's target (`register_debug_backend =
     # partial(register_backend, tags=...)` registers as `register_backend` does).
     partials: Dict[str, str] = field(default_factory=dict)
