@@ -14,6 +14,7 @@ from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.catalog import RAISES
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
+    COMMAND_RUNNERS,
     CONTAINERS,
     CONVOLUTION_RE,
     DATA_LOADING,
@@ -42,6 +43,7 @@ from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
     LAMBDA_KEY,
     MAIN_KEY,
+    MAX_REGISTRY_MEMBERS,
     MAX_SITES,
     MODULE_KEY,
     RAISING_ALWAYS,
@@ -559,6 +561,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         function.reference_callees.setdefault(reference, callee_target)
             if runs_arguments and type(value) in (cst.Name, cst.Attribute, cst.Call):
                 self._runs_object(value, function, seen)
+            if qualified in COMMAND_RUNNERS:
+                for member in self._commands(value):
+                    function.add_call(member, seen)
             if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):
                 self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
         for instance_call in self._instance_calls(func, qualified):
@@ -663,6 +668,30 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if kind is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
             return self._makers_of(receiver)
         return []
+
+    def _commands(self, value: cst.BaseExpression) -> List[str]:
+        """The functions of a table of commands handed to a command-line launcher: a dict or list
+        display (`fire.Fire({"train": train})`), a name bound to one in this function or at module
+        level, or a module-level registry (`CLI(PARSER_DATA)`, also imported): each may run."""
+        kind = type(value)
+        if kind in (cst.Dict, cst.List, cst.Tuple, cst.Set):
+            elements = value.elements
+            if len(elements) > MAX_REGISTRY_MEMBERS:
+                return []
+            members = [e.value for e in elements if type(e) in (cst.DictElement, cst.Element)]
+            return [t for t in (self._target(m) for m in members if type(m) in (cst.Name, cst.Attribute)) if t]
+        if kind is not cst.Name and kind is not cst.Attribute:
+            return []
+        found: List[str] = []
+        if kind is cst.Name:
+            for bound in self.context.scopes.values(value.value, module_too=True)[-MAX_CANDIDATES:]:
+                if bound is not None and type(bound) in (cst.Dict, cst.List, cst.Tuple, cst.Set):
+                    found += self._commands(bound)
+        # A registry filled elsewhere (`COMMANDS["eval"] = evaluate`), or imported; not a function of this file.
+        member = self._registry_member(value) if kind is cst.Attribute or value.value not in self.module_defs else None
+        if member is not None:
+            found.append(member)
+        return found
 
     def _runs_object(self, value: cst.BaseExpression, function: FunctionSummary, seen: Set[str]) -> None:
         """A first-party object handed to a launcher or an executor (`executor.submit(trainer)`):

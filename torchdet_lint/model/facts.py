@@ -273,6 +273,9 @@ RUNNERS = frozenset(
         "hydra.main", "submitit.AutoExecutor.submit",
     }
 )
+# Command-line launchers that run one of the functions of a dict or list handed to them
+# (`fire.Fire({"train": train})`, litgpt's `CLI(PARSER_DATA)`): each first-party member is reached.
+COMMAND_RUNNERS = frozenset({"fire.Fire", "jsonargparse.CLI", "jsonargparse.auto_cli"})
 RUNNER_METHODS = frozenset({"submit", "map", "imap", "imap_unordered", "starmap", "apply_async", "run_in_executor", "launch", "spawn"})
 # Calls that only store the functions handed to them.
 CONTAINERS = frozenset(

@@ -14,6 +14,7 @@ from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.processes import SPAWN
 from torchdet_lint.model.summary import (
+    MAX_REGISTRY_MEMBERS,
     MAIN_KEY,
     MAX_SITES,
     MODULE_KEY,
@@ -31,9 +32,6 @@ Node = Tuple[str, str]  # (file path as displayed, function key)
 # `__init__.py`, pytest's `conftest.py`, torch.hub's `hubconf.py` (its module-level code
 # registers the models the hub serves).
 IMPORTED_BY_TOOLS = frozenset({"__init__.py", "conftest.py", "hubconf.py"})
-# A registry filled by a decorator over a whole model zoo: picking "any member" from it would reach
-# the zoo; past this many members a registry call is not followed.
-MAX_REGISTRY_MEMBERS = 64
 
 # `self.` calls followed through a base class's methods for one built class (a bound, not a limit
 # real trainers reach: their template methods call a handful of hooks).

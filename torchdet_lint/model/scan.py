@@ -9,10 +9,11 @@ import ast
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.model.facts import CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
+from torchdet_lint.model.facts import COMMAND_RUNNERS, CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
 from torchdet_lint.model.summary import (
     MAIN_KEY,
+    MAX_REGISTRY_MEMBERS,
     MAX_SITES,
     MODULE_KEY,
     REGISTRY_MEMBER,
@@ -327,6 +328,30 @@ class _AstScanner:
                 self._makers(value, key, class_name, found, steps + 1)
         return found
 
+    def _commands(self, node: ast.expr, key: str, class_name: Optional[str]) -> List[str]:
+        """The functions of a table of commands handed to a command-line launcher (as the collector)."""
+        if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+            members = node.values if isinstance(node, ast.Dict) else node.elts
+            if len(members) > MAX_REGISTRY_MEMBERS:
+                return []
+            return [t for t in (self._target(m, class_name) for m in members if isinstance(m, (ast.Name, ast.Attribute))) if t]
+        found: List[str] = []
+        if isinstance(node, ast.Name):
+            local = self.values.get(key, {}).get(node.id)
+            for bound in (local if local is not None else self.values.get(MODULE_KEY, {}).get(node.id, ()))[-MAX_CANDIDATES:]:
+                if isinstance(bound, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+                    found += self._commands(bound, key, class_name)
+            registry = self._target(node, class_name) if node.id not in self.local_defs else None
+            if registry is None and node.id in self.module_names and local is None:
+                registry = "." + node.id  # a module-level registry filled elsewhere
+            if registry:
+                found.append(f"{registry}{REGISTRY_MEMBER}")
+        elif isinstance(node, ast.Attribute):
+            registry = self._target(node, class_name)
+            if registry:
+                found.append(f"{registry}{REGISTRY_MEMBER}")
+        return found
+
     def _walk_calls(self, node: ast.AST, key: str, class_name: Optional[str]) -> None:
         function = self.summary.function(key)
         seen = set(function.calls)
@@ -378,6 +403,9 @@ class _AstScanner:
                     if runs_arguments:  # `executor.submit(trainer)`: the launcher calls the object
                         for made in self._makers(argument, key, class_name, []):
                             function.add_call(f"{made}.__call__", seen)
+                    if target in COMMAND_RUNNERS:  # `fire.Fire({"train": train})`, `CLI(COMMANDS)`
+                        for member in self._commands(argument, key, class_name):
+                            function.add_call(member, seen)
                 if isinstance(func, ast.Attribute) and func.attr not in COMMON_METHODS and (target is None or not isinstance(func.value, ast.Name) or func.value.id in values):
                     # `TrainLoop(...).run_loop()`, `self.sampler.sample()`, `loop.run()`
                     for made in self._makers(func.value, key, class_name, []):

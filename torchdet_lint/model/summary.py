@@ -21,6 +21,10 @@ RAISING_STRICT = "strict"  # in profile strict only
 MAX_SITES = 5  # sites kept per function and kind: enough for messages, small to pickle
 
 
+# A registry filled by a decorator over a whole model zoo: picking "any member" from it would reach
+# the zoo; past this many members a registry call (or a table of commands) is not followed.
+MAX_REGISTRY_MEMBERS = 64
+
 @dataclass
 class Site:
     """Something found at a line of the file: a draw, a seeding, CUDA work, an operation."""
