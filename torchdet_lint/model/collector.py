@@ -30,6 +30,7 @@ from torchdet_lint.model.facts import (
     is_cuda_work,
     is_dataloader,
     is_setup_call,
+    loader_name,
     LIGHTNING_LOADER_HOOKS,
     TRAINER_METHODS,
     loader_position,
@@ -573,15 +574,17 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 function.add_call(f"{made}.{attribute}", seen)
         # RNG draws
         kind = draw_kind(qualified, node)
+        # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
+        loader = qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node)
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
             kind = "torch"
-        if kind is None and is_dataloader(qualified):
-            if loader_shuffles(node, self.context.call_name) and not _seeded_generator(node):
+        if kind is None and is_dataloader(loader):
+            if loader_shuffles(node, self.context.call_name, loader) and not _seeded_generator(node):
                 kind = "torch"
         if kind is None and attribute in self.facts.torch_methods and qualified is None and self.context.imports_torch:
             kind = "torch"
         if kind is not None:
-            text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(qualified) else f"`{_spelling(func)}(...)`"
+            text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             function.add_draw(kind, site(text))
             class_name = self.keys[-1][1]
             if kind == "numpy" and class_name in self.summary.classes:
@@ -642,10 +645,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     break
             self._raising(node, function, index)
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
-        if (qualified in DATA_LOADING or is_dataloader(qualified)) and len(function.loading) < MAX_SITES:
+        if (qualified in DATA_LOADING or is_dataloader(loader)) and len(function.loading) < MAX_SITES:
             function.loading.append(site(f"`{_spelling(func)}(...)`"))
-        if is_dataloader(qualified):
-            self._loader(node, qualified)
+        if is_dataloader(loader):
+            self._loader(node, loader)
         elif attribute in TRAINER_METHODS and qualified is None:
             self._trainer_loaders(node)
         if attribute is not None and type(func.value) is cst.Name and func.value.value in self.module_rng_names:
