@@ -155,6 +155,27 @@ def test_a_registry_is_followed_up_to_64_members_and_a_model_zoo_is_not() -> Non
     assert _codes(lint_sources(_registry_project(65), select=["TDL002"])) == []
 
 
+def _command_table_project(members: int, torch_words: bool) -> Dict[str, str]:
+    """A dict display of `members` commands handed to `fire.Fire`; only the last one draws."""
+    functions = "".join(f"def command_{i}():\n    return {i}\n\n\n" for i in range(members - 1))
+    functions += f"def command_{members - 1}():\n    return random.random()\n"
+    table = ", ".join(f"'c{i}': commands.command_{i}" for i in range(members))
+    header = "import torch\n" if torch_words else ""
+    return {
+        "commands.py": f"import random\n\n\n{functions}",
+        "cli.py": f"import fire\n{header}\nimport commands\n\nif __name__ == '__main__':\n    fire.Fire({{{table}}})\n",
+    }
+
+
+def test_a_table_of_commands_is_followed_up_to_64_members() -> None:
+    """README, "Reach through objects": a dict of commands handed to a command-line launcher
+    reaches each member, within the registries' bound (collector and `ast` scan alike)."""
+    for torch_words in (False, True):
+        line = 6 if torch_words else 5
+        assert _codes(lint_sources(_command_table_project(64, torch_words), select=["TDL002"])) == [f"cli.py:{line}:1 TDL002"]
+        assert _codes(lint_sources(_command_table_project(65, torch_words), select=["TDL002"])) == []
+
+
 def test_a_method_on_a_factory_result_in_a_deep_hierarchy_stays_bounded() -> None:
     """Two hundred subclasses, each overriding `step`: the factory's candidates are the classes it
     returns (two), and only those `step`s are reached."""

@@ -13,7 +13,7 @@ from libcst.metadata import MetadataWrapper
 
 from torchdet_lint.core.diagnostics import Diagnostic, Edit, Fix, FixBuilder
 from torchdet_lint.core.import_placement import HeaderImportLine, place_import
-from torchdet_lint.core.names import NameResolver, dotted_name
+from torchdet_lint.core.names import NameResolver, canonical, dotted_name
 from torchdet_lint.core.positions import LocalPositions, call_with_deep_stack
 from torchdet_lint.core.scopes import ScopeTracker
 from torchdet_lint.core.settings import Settings
@@ -59,6 +59,7 @@ class FileContext:
         self._reports: List[tuple] = []
         self._positions = None
         self._names: Dict[int, Optional[str]] = {}
+        self._local_classes: Optional[Dict[str, Tuple[Tuple[str, ...], bool]]] = None
         # Python's own parse of the file (statement lines, fix anchors): `context.python_tree()`.
         self.python_tree = PythonTree(text)
 
@@ -75,6 +76,30 @@ class FileContext:
 
     def call_name(self, call: cst.Call) -> Optional[str]:
         return self.qualified_name(call.func)
+
+    def local_classes(self) -> Dict[str, Tuple[Tuple[str, ...], bool]]:
+        """The module-level classes of this file: name -> (their bases, as qualified names or
+        ".Name" for a class of this file; whether the class defines `__init__`). Read once."""
+        if self._local_classes is None:
+            found: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
+            final = self.resolver.module_final
+            defined = {s.name.value for s in self.module.body if type(s) is cst.ClassDef}
+            for statement in self.module.body:
+                if type(statement) is not cst.ClassDef or not statement.bases:
+                    continue
+                bases = []
+                for arg in statement.bases:
+                    head, _, rest = (dotted_name(arg.value) or "").partition(".") if arg.keyword is None else ("", "", "")
+                    bound = final.get(head)
+                    if bound:
+                        bases.append(canonical(f"{bound}.{rest}" if rest else bound))
+                    elif head in defined and not rest:
+                        bases.append("." + head)
+                body = statement.body.body if type(statement.body) is cst.IndentedBlock else ()
+                has_init = any(type(s) is cst.FunctionDef and s.name.value == "__init__" for s in body)
+                found[statement.name.value] = (tuple(bases), has_init)
+            self._local_classes = found
+        return self._local_classes
 
     @property
     def strict(self) -> bool:

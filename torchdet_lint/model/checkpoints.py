@@ -19,7 +19,7 @@ import sys
 
 import libcst as cst
 
-from torchdet_lint.model.facts import GENERATOR_POSITION, RANDOM_SAMPLERS, config_helpers, facts, helper_covers, is_dataloader
+from torchdet_lint.model.facts import GENERATOR_POSITION, RANDOM_SAMPLERS, config_helpers, facts, helper_covers, is_dataloader, loader_name
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
 from torchdet_lint.core.traversal import BatchedWalker
 
@@ -390,6 +390,8 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                         self._load(node, func.value, parameter)
             return
         qualified = self.context.call_name(node)
+        if qualified is None and type(func) is cst.Name:
+            qualified = loader_name(self.context, node)  # a DataLoader subclass of this file
         key = self.collector.key
         if qualified is not None:
             captured = CAPTURES.get(qualified)

@@ -6,7 +6,7 @@ work, catalog operations and DataLoaders, per function.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -14,6 +14,7 @@ from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.catalog import RAISES
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
+    COMMAND_RUNNERS,
     CONTAINERS,
     CONVOLUTION_RE,
     DATA_LOADING,
@@ -29,6 +30,7 @@ from torchdet_lint.model.facts import (
     is_cuda_work,
     is_dataloader,
     is_setup_call,
+    loader_name,
     LIGHTNING_LOADER_HOOKS,
     TRAINER_METHODS,
     loader_position,
@@ -36,12 +38,13 @@ from torchdet_lint.model.facts import (
     mentions_cuda,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
-from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
     LAMBDA_KEY,
     MAIN_KEY,
+    MAX_REGISTRY_MEMBERS,
     MAX_SITES,
     MODULE_KEY,
     RAISING_ALWAYS,
@@ -147,6 +150,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def visit_Module(self, node: cst.Module) -> None:
         self.summary.function(MODULE_KEY)
         self.module_defs = {s.name.value for s in node.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        self._aliases(node.body)
         # Module-level RNG objects, known before the classes that use them are visited.
         final = self.resolver.module_final
         for statement in node.body:
@@ -157,6 +161,27 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         bound = final.get(head)
                         if bound and canonical(f"{bound}.{rest}" if rest else bound) in self.facts.rng_objects:
                             self.module_rng_names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+
+    def _aliases(self, body: Sequence[cst.BaseStatement]) -> None:
+        """`Model = DetectionModel` at module level: the final binding of a name to one of this
+        file's functions or classes (or to such an alias), as the resolver reads imports."""
+        aliases = self.summary.aliases
+        for statement in body:
+            if type(statement) is cst.SimpleStatementLine:
+                for small in statement.body:
+                    if type(small) is not cst.Assign:
+                        continue
+                    value = small.value
+                    local = value.value if type(value) is cst.Name and (value.value in self.module_defs or value.value in aliases) else None
+                    for target in small.targets:
+                        if type(target.target) is cst.Name:
+                            name = target.target.value
+                            if local is not None and name != local:
+                                aliases[name] = aliases.get(local, "." + local)
+                            else:
+                                aliases.pop(name, None)
+            elif type(statement) in (cst.FunctionDef, cst.ClassDef):
+                aliases.pop(statement.name.value, None)
 
     # -- statements: header imports, main guard, script work ------------------------------
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -374,6 +399,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return f"{types[head]}.{rest}"
         if head in self.module_defs and self.resolver.lookup(head) is None:
             return "." + dotted
+        if head in self.summary.aliases and self.resolver.lookup(head) is None:
+            return self.summary.aliases[head] + ("." + rest if rest else "")
         return None
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -386,7 +413,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if isinstance(target, cst.Name):
                 self.bound_expressions[-1][target.value] = value
                 if isinstance(value, cst.Call):
-                    called = self._target(value.func)
+                    built = unwrap_self_returning(value)  # `model = Net().to(device)`
+                    called = self._target(built.func) if type(built) is cst.Call else None
                     if called:
                         self.keys[-1][3][target.value] = called
                     if called == "functools.partial" and value.args and self._at_module_level():
@@ -534,6 +562,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         function.reference_callees.setdefault(reference, callee_target)
             if runs_arguments and type(value) in (cst.Name, cst.Attribute, cst.Call):
                 self._runs_object(value, function, seen)
+            if qualified in COMMAND_RUNNERS:
+                for member in self._commands(value):
+                    function.add_call(member, seen)
             if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):
                 self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
         for instance_call in self._instance_calls(func, qualified):
@@ -543,17 +574,19 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 function.add_call(f"{made}.{attribute}", seen)
         # RNG draws
         kind = draw_kind(qualified, node)
+        # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
+        loader = qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node)
         if kind == "torch" and qualified in self.facts.torch_modules and self.context.scopes.skips_init:
             kind = None  # `with torch.device("meta"):` and the like build modules without drawing weights
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
             kind = "torch"
-        if kind is None and is_dataloader(qualified):
-            if loader_shuffles(node, self.context.call_name) and not _seeded_generator(node):
+        if kind is None and is_dataloader(loader):
+            if loader_shuffles(node, self.context.call_name, loader) and not _seeded_generator(node):
                 kind = "torch"
         if kind is None and attribute in self.facts.torch_methods and qualified is None and self.context.imports_torch:
             kind = "torch"
         if kind is not None:
-            text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(qualified) else f"`{_spelling(func)}(...)`"
+            text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             function.add_draw(kind, site(text))
             class_name = self.keys[-1][1]
             if kind == "numpy" and class_name in self.summary.classes:
@@ -614,10 +647,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     break
             self._raising(node, function, index)
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
-        if (qualified in DATA_LOADING or is_dataloader(qualified)) and len(function.loading) < MAX_SITES:
+        if (qualified in DATA_LOADING or is_dataloader(loader)) and len(function.loading) < MAX_SITES:
             function.loading.append(site(f"`{_spelling(func)}(...)`"))
-        if is_dataloader(qualified):
-            self._loader(node, qualified)
+        if is_dataloader(loader):
+            self._loader(node, loader)
         elif attribute in TRAINER_METHODS and qualified is None:
             self._trainer_loaders(node)
         if attribute is not None and type(func.value) is cst.Name and func.value.value in self.module_rng_names:
@@ -640,6 +673,30 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if kind is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
             return self._makers_of(receiver)
         return []
+
+    def _commands(self, value: cst.BaseExpression) -> List[str]:
+        """The functions of a table of commands handed to a command-line launcher: a dict or list
+        display (`fire.Fire({"train": train})`), a name bound to one in this function or at module
+        level, or a module-level registry (`CLI(PARSER_DATA)`, also imported): each may run."""
+        kind = type(value)
+        if kind in (cst.Dict, cst.List, cst.Tuple, cst.Set):
+            elements = value.elements
+            if len(elements) > MAX_REGISTRY_MEMBERS:
+                return []
+            members = [e.value for e in elements if type(e) in (cst.DictElement, cst.Element)]
+            return [t for t in (self._target(m) for m in members if type(m) in (cst.Name, cst.Attribute)) if t]
+        if kind is not cst.Name and kind is not cst.Attribute:
+            return []
+        found: List[str] = []
+        if kind is cst.Name:
+            for bound in self.context.scopes.values(value.value, module_too=True)[-MAX_CANDIDATES:]:
+                if bound is not None and type(bound) in (cst.Dict, cst.List, cst.Tuple, cst.Set):
+                    found += self._commands(bound)
+        # A registry filled elsewhere (`COMMANDS["eval"] = evaluate`), or imported; not a function of this file.
+        member = self._registry_member(value) if kind is cst.Attribute or value.value not in self.module_defs else None
+        if member is not None:
+            found.append(member)
+        return found
 
     def _runs_object(self, value: cst.BaseExpression, function: FunctionSummary, seen: Set[str]) -> None:
         """A first-party object handed to a launcher or an executor (`executor.submit(trainer)`):
@@ -715,7 +772,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if qualified is None:  # a local, not an import or a builtin: `x = a or Net()`
                 found.extend(f"{made}.__call__" for made in self._makers_of(func))
         elif kind is cst.Call:
-            made = self._target(func.func)
+            built = unwrap_self_returning(func)  # `Net().cuda()(x)`
+            made = self._target(built.func) if type(built) is cst.Call else None
             if made:
                 found.append(f"{made}.__call__")
         elif kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":

@@ -191,6 +191,9 @@ RANDOM_SAMPLERS = frozenset(
     {"torch.utils.data.RandomSampler", "torch.utils.data.SubsetRandomSampler", "torch.utils.data.WeightedRandomSampler"}
 )
 DATALOADER = "torch.utils.data.DataLoader"
+# A project's own DataLoader subclass with an `__init__` of its own (`loader_name`): read as a
+# DataLoader through its keyword arguments only.
+LOADER_SUBCLASS = "torch.utils.data.DataLoader.<subclass>"
 # The LightningModule / LightningDataModule hooks whose loaders the Trainer runs, and the
 # Trainer methods that take loaders: Lightning gives those loaders a worker_init_fn after
 # `seed_everything(workers=True)` (lightning/pytorch/trainer/connectors/data_connector.py).
@@ -217,7 +220,7 @@ def dataloader_classes() -> Dict[str, bool]:
     parameters are theirs too (otherwise only keyword arguments are read)."""
     from torchdet_lint.core.catalog import load_catalog  # the catalog is data of the same layer
 
-    classes = {DATALOADER: True}
+    classes = {DATALOADER: True, LOADER_SUBCLASS: False}
     for library in load_catalog().libraries:
         classes.update(dict.fromkeys(library.loaders_positional, True))
         classes.update(dict.fromkeys(library.loaders, False))
@@ -228,15 +231,65 @@ def is_dataloader(name: Optional[str]) -> bool:
     return name is not None and name in dataloader_classes()
 
 
+def loader_name(context: Any, call: cst.Call) -> Optional[str]:
+    """The qualified name of a call, as `context.call_name`, except that a call of a DataLoader
+    subclass defined in this file (`class InfiniteDataLoader(DataLoader)`), or of a local name
+    bound to one or to a DataLoader (`loader = DataLoader if w else InfiniteDataLoader`), is
+    named as a DataLoader: its base's name when the subclass keeps DataLoader's `__init__`,
+    else `LOADER_SUBCLASS` (whose positional parameters are not read)."""
+    qualified = context.call_name(call)
+    if qualified is not None or type(call.func) is not cst.Name:
+        return qualified
+    return _named_loader(context, call.func, 0)
+
+
+def _named_loader(context: Any, node: cst.BaseExpression, depth: int) -> Optional[str]:
+    kind = type(node)
+    if depth > 3:
+        return None
+    if kind is cst.IfExp:
+        found = [_named_loader(context, branch, depth + 1) for branch in (node.body, node.orelse)]
+        loaders = [name for name in found if name is not None]
+        return (loaders[0] if len(set(found)) == 1 else LOADER_SUBCLASS) if loaders else None
+    if kind is not cst.Name:
+        return None
+    qualified = context.qualified_name(node)
+    if qualified is not None:
+        return qualified if is_dataloader(qualified) else None
+    name = node.value
+    classes = context.local_classes()
+    if name in classes:
+        return _subclass_loader(classes, name, 0)
+    for value in context.scopes.values(name)[-2:]:  # `loader = DataLoader if ... else Infinite...`
+        if type(value) in (cst.Name, cst.IfExp):
+            found = _named_loader(context, value, depth + 1)
+            if found is not None:
+                return LOADER_SUBCLASS if found != DATALOADER else found
+    return None
+
+
+def _subclass_loader(classes: Dict[str, Tuple[Tuple[str, ...], bool]], name: str, depth: int) -> Optional[str]:
+    bases, has_init = classes[name]
+    for base in bases:
+        found = base if is_dataloader(base) else None
+        if found is None and base.startswith(".") and base[1:] in classes and depth < 4:
+            found = _subclass_loader(classes, base[1:], depth + 1)
+        if found is not None:
+            return LOADER_SUBCLASS if has_init else found
+    return None
+
+
 def loader_position(name: Optional[str], position: int) -> Optional[int]:
     """`position` for DataLoader's own parameters, None for a subclass with its own signature."""
     return position if dataloader_classes().get(name or "", True) else None
 
 
-def loader_shuffles(call: cst.Call, resolve) -> Optional[str]:
+def loader_shuffles(call: cst.Call, resolve, name: Any = NOT_LITERAL) -> Optional[str]:
     """How a DataLoader call shuffles: "shuffle", "sampler" (an inline random sampler
-    without its own generator), or None. `resolve` gives qualified names."""
-    name = resolve(call)
+    without its own generator), or None. `resolve` gives qualified names; `name` is the
+    loader's (from `loader_name`) when the caller has it."""
+    if name is NOT_LITERAL:
+        name = resolve(call)
     shuffle = arg_value(call, "shuffle", loader_position(name, 2))
     if shuffle is not None and literal(shuffle) not in (False, None):
         return "shuffle"
@@ -273,6 +326,9 @@ RUNNERS = frozenset(
         "hydra.main", "submitit.AutoExecutor.submit",
     }
 )
+# Command-line launchers that run one of the functions of a dict or list handed to them
+# (`fire.Fire({"train": train})`, litgpt's `CLI(PARSER_DATA)`): each first-party member is reached.
+COMMAND_RUNNERS = frozenset({"fire.Fire", "jsonargparse.CLI", "jsonargparse.auto_cli"})
 RUNNER_METHODS = frozenset({"submit", "map", "imap", "imap_unordered", "starmap", "apply_async", "run_in_executor", "launch", "spawn"})
 # Calls that only store the functions handed to them.
 CONTAINERS = frozenset(

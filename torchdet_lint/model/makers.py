@@ -32,6 +32,19 @@ COMMON_METHODS = frozenset(
     startswith endswith lower upper encode decode""".split()
 )
 
+# Methods of `nn.Module` (and of tensors) that return the object itself: `Net().to(device)`,
+# `Net().cuda().eval()` and `model = model.half()` still hold the `Net` (RULES.md, "Reach also follows").
+SELF_RETURNING = frozenset(
+    "to cuda cpu half float double bfloat16 train eval requires_grad_ to_empty share_memory".split()
+)
+
+
+def unwrap_self_returning(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`Net().cuda().eval()` -> `Net()`: the object a chain of self-returning methods is called on."""
+    while type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in SELF_RETURNING:
+        node = node.func.value
+    return node
+
 
 Target = Callable[[cst.CSTNode], Optional[str]]
 
@@ -64,7 +77,9 @@ class Makers:
         if node is None or steps > MAX_STEPS or len(found) >= MAX_CANDIDATES:
             return
         kind = type(node)
-        if kind is cst.Call:
+        if kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in SELF_RETURNING:
+            self._collect(unwrap_self_returning(node), found, steps)  # `Net(...).to(device)`
+        elif kind is cst.Call:
             made = self._call(node)
             if made is not None and made not in found:
                 found.append(made)

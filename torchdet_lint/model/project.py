@@ -14,6 +14,7 @@ from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.processes import SPAWN
 from torchdet_lint.model.summary import (
+    MAX_REGISTRY_MEMBERS,
     MAIN_KEY,
     MAX_SITES,
     MODULE_KEY,
@@ -31,9 +32,6 @@ Node = Tuple[str, str]  # (file path as displayed, function key)
 # `__init__.py`, pytest's `conftest.py`, torch.hub's `hubconf.py` (its module-level code
 # registers the models the hub serves).
 IMPORTED_BY_TOOLS = frozenset({"__init__.py", "conftest.py", "hubconf.py"})
-# A registry filled by a decorator over a whole model zoo: picking "any member" from it would reach
-# the zoo; past this many members a registry call is not followed.
-MAX_REGISTRY_MEMBERS = 64
 
 # `self.` calls followed through a base class's methods for one built class (a bound, not a limit
 # real trainers reach: their template methods call a handful of hooks).
@@ -347,6 +345,8 @@ class Project:
         if head in summary.exports:
             alias = summary.exports[head]
             return self.resolve(display, alias + ("." + rest if rest else ""), depth + 1) if not alias.startswith(".") else []
+        if head in summary.aliases:  # `Model = DetectionModel`, imported as `from models import Model`
+            return self.resolve(display, summary.aliases[head] + ("." + rest if rest else ""), depth + 1)
         for module in summary.star_imports if not head.startswith("_") else ():
             # `from .conv import *` in a package's `__init__.py` (PyG's `torch_geometric.nn`).
             found = self.resolve(display, f"{module}.{name}", depth + 1)
@@ -407,6 +407,8 @@ class Project:
         head, _, rest = name.partition(".")
         if head in summary.exports and not rest:
             return self.class_node(display_, summary.exports[head], depth + 1)
+        if head in summary.aliases and not rest:
+            return self.class_node(display_, summary.aliases[head], depth + 1)
         for module in summary.star_imports if not rest and not head.startswith("_") else ():
             found = self.class_node(display_, f"{module}.{head}", depth + 1)
             if found is not None:

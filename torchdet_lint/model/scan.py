@@ -9,10 +9,11 @@ import ast
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.model.facts import CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
-from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS
+from torchdet_lint.model.facts import COMMAND_RUNNERS, CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
+from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
 from torchdet_lint.model.summary import (
     MAIN_KEY,
+    MAX_REGISTRY_MEMBERS,
     MAX_SITES,
     MODULE_KEY,
     REGISTRY_MEMBER,
@@ -190,18 +191,29 @@ class _AstScanner:
                     if member and isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.module_names:
                         self.summary.registries.setdefault(target.value.id, []).append(member)
 
-    def _bind_module_level(self, statement: ast.stmt) -> None:
+    def _bind_module_level(self, statement: ast.stmt, top: bool = True) -> None:
+        aliases = self.summary.aliases
         if isinstance(statement, ast.Assign):
             self.module_names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
+            # `Model = DetectionModel`: an alias of this file's own function or class (top level only, as the collector)
+            value = statement.value
+            local = value.id if top and isinstance(value, ast.Name) and (value.id in self.local_defs or value.id in aliases) else None
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    if local is not None and target.id != local:
+                        aliases[target.id] = aliases.get(local, "." + local)
+                    else:
+                        aliases.pop(target.id, None)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.local_defs.add(statement.name)
             self.bindings.pop(statement.name, None)
+            aliases.pop(statement.name, None)
         elif isinstance(statement, (ast.Import, ast.ImportFrom)):
             for name, qualified in _import_bindings(self.summary, statement):
                 self.bindings[name] = qualified
         elif isinstance(statement, (ast.If, ast.Try)):
             for child in [*statement.body, *getattr(statement, "orelse", []), *getattr(statement, "finalbody", [])]:
-                self._bind_module_level(child)
+                self._bind_module_level(child, top=False)
 
     def _target(self, node: ast.AST, class_name: Optional[str]) -> Optional[str]:
         dotted = _ast_dotted(node)
@@ -213,6 +225,8 @@ class _AstScanner:
             return f".{class_name}.{parts[1]}"
         if head in self.local_defs:
             return "." + dotted
+        if head in self.summary.aliases:
+            return ".".join([self.summary.aliases[head], *parts[1:]])
         if head in self.bindings:
             return canonical(".".join([self.bindings[head], *parts[1:]]))
         return None
@@ -291,7 +305,9 @@ class _AstScanner:
         """What an object may be: the calls whose result it can hold (as `makers.Makers`)."""
         if node is None or steps > MAX_STEPS or len(found) >= MAX_CANDIDATES:
             return found
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING:
+            self._makers(_unwrap_self_returning(node), key, class_name, found, steps)  # `Net(...).to(device)`
+        elif isinstance(node, ast.Call):
             made = self._target(node.func, class_name)
             if made and made not in found:
                 found.append(made)
@@ -315,6 +331,30 @@ class _AstScanner:
                 self._makers(value, key, class_name, found, steps + 1)
         return found
 
+    def _commands(self, node: ast.expr, key: str, class_name: Optional[str]) -> List[str]:
+        """The functions of a table of commands handed to a command-line launcher (as the collector)."""
+        if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+            members = node.values if isinstance(node, ast.Dict) else node.elts
+            if len(members) > MAX_REGISTRY_MEMBERS:
+                return []
+            return [t for t in (self._target(m, class_name) for m in members if isinstance(m, (ast.Name, ast.Attribute))) if t]
+        found: List[str] = []
+        if isinstance(node, ast.Name):
+            local = self.values.get(key, {}).get(node.id)
+            for bound in (local if local is not None else self.values.get(MODULE_KEY, {}).get(node.id, ()))[-MAX_CANDIDATES:]:
+                if isinstance(bound, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+                    found += self._commands(bound, key, class_name)
+            registry = self._target(node, class_name) if node.id not in self.local_defs else None
+            if registry is None and node.id in self.module_names and local is None:
+                registry = "." + node.id  # a module-level registry filled elsewhere
+            if registry:
+                found.append(f"{registry}{REGISTRY_MEMBER}")
+        elif isinstance(node, ast.Attribute):
+            registry = self._target(node, class_name)
+            if registry:
+                found.append(f"{registry}{REGISTRY_MEMBER}")
+        return found
+
     def _walk_calls(self, node: ast.AST, key: str, class_name: Optional[str]) -> None:
         function = self.summary.function(key)
         seen = set(function.calls)
@@ -323,7 +363,8 @@ class _AstScanner:
         for child in ast.walk(node):
             # `trainer = Trainer()`, then `trainer.fit()`: the method of that class
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name) and isinstance(child.value, ast.Call):
-                called = self._target(child.value.func, class_name)
+                built = _unwrap_self_returning(child.value)  # `model = Net().to(device)`
+                called = self._target(built.func, class_name) if isinstance(built, ast.Call) else None
                 if called:
                     types[child.targets[0].id] = called
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
@@ -365,6 +406,9 @@ class _AstScanner:
                     if runs_arguments:  # `executor.submit(trainer)`: the launcher calls the object
                         for made in self._makers(argument, key, class_name, []):
                             function.add_call(f"{made}.__call__", seen)
+                    if target in COMMAND_RUNNERS:  # `fire.Fire({"train": train})`, `CLI(COMMANDS)`
+                        for member in self._commands(argument, key, class_name):
+                            function.add_call(member, seen)
                 if isinstance(func, ast.Attribute) and func.attr not in COMMON_METHODS and (target is None or not isinstance(func.value, ast.Name) or func.value.id in values):
                     # `TrainLoop(...).run_loop()`, `self.sampler.sample()`, `loop.run()`
                     for made in self._makers(func.value, key, class_name, []):
@@ -373,7 +417,8 @@ class _AstScanner:
                 if isinstance(func, ast.Name) and func.id in types:
                     function.add_call(f"{types[func.id]}.__call__", seen)
                 elif isinstance(func, ast.Call):
-                    made = self._target(func.func, class_name)
+                    built = _unwrap_self_returning(func)  # `Net().cuda()(x)`
+                    made = self._target(built.func, class_name) if isinstance(built, ast.Call) else None
                     if made:
                         function.add_call(f"{made}.__call__", seen)
                 elif isinstance(func, ast.Subscript):
@@ -382,6 +427,13 @@ class _AstScanner:
                         registry = "." + func.value.id  # the registry's own module
                     if registry:
                         function.add_call(f"{registry}{REGISTRY_MEMBER}", seen)
+
+
+def _unwrap_self_returning(node: ast.expr) -> ast.expr:
+    """`Net().cuda().eval()` -> `Net()` (as `makers.unwrap_self_returning`)."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING:
+        node = node.func.value
+    return node
 
 
 def _ast_dotted(node: ast.AST) -> Optional[str]:

@@ -21,6 +21,10 @@ RAISING_STRICT = "strict"  # in profile strict only
 MAX_SITES = 5  # sites kept per function and kind: enough for messages, small to pickle
 
 
+# A registry filled by a decorator over a whole model zoo: picking "any member" from it would reach
+# the zoo; past this many members a registry call (or a table of commands) is not followed.
+MAX_REGISTRY_MEMBERS = 64
+
 @dataclass
 class Site:
     """Something found at a line of the file: a draw, a seeding, CUDA work, an operation."""
@@ -221,6 +225,9 @@ class FileSummary:
     # Registering decorators defined here: function -> the module-level registry its body stores the
     # decorated function in (`_METRICS[fn.__name__] = fn`, also from a nested `deco(fn)`).
     registrars: Dict[str, str] = field(default_factory=dict)
+    # Module-level aliases of this file's own functions and classes (`Model = DetectionModel`):
+    # name -> ".DetectionModel" (an alias of an import is in `exports`).
+    aliases: Dict[str, str] = field(default_factory=dict)
     # Module-level `name = functools.partial(f, ...)`: name -> f's target (`register_debug_backend =
     # partial(register_backend, tags=...)` registers as `register_backend` does).
     partials: Dict[str, str] = field(default_factory=dict)

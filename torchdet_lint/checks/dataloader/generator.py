@@ -7,7 +7,7 @@ from typing import Tuple
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
-from torchdet_lint.model.facts import dataloader_classes, is_dataloader, loader_position, loader_shuffles
+from torchdet_lint.model.facts import LOADER_SUBCLASS, dataloader_classes, is_dataloader, loader_name, loader_position, loader_shuffles
 from torchdet_lint.core.names import arg_value, find_arg, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 
@@ -35,7 +35,9 @@ class DataLoaderWithoutGenerator(Rule):
 
     ## Known problems
     Arguments passed through `**kwargs` are not seen: such a loader is not
-    reported.
+    reported. A DataLoader subclass defined in the same file is a DataLoader
+    (read through its keywords only when it defines its own `__init__`); one
+    imported from another module of the project is not recognised.
 
     ## Options
     None.
@@ -60,12 +62,13 @@ class DataLoaderWithoutGenerator(Rule):
 
     @classmethod
     def words(cls, settings) -> Tuple[str, ...]:
-        return last_names(dataloader_classes())
+        return last_names(name for name in dataloader_classes() if name != LOADER_SUBCLASS)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.context.call_name(node)) or opaque_keywords(node):
+        loader = loader_name(self.context, node)
+        if not is_dataloader(loader) or opaque_keywords(node):
             return
-        how = loader_shuffles(node, self.context.call_name)
+        how = loader_shuffles(node, self.context.call_name, loader)
         if how is None or find_arg(node, "generator") is not None:
             return
         if how == "shuffle":
@@ -75,7 +78,7 @@ class DataLoaderWithoutGenerator(Rule):
                 generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
             )
         else:
-            sampler = arg_value(node, "sampler", loader_position(self.context.call_name(node), 3))
+            sampler = arg_value(node, "sampler", loader_position(loader, 3))
             self.report(
                 node,
                 "the random sampler of this DataLoader has no `generator=`: its order comes from the global torch RNG",

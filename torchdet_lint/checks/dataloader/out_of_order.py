@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdet_lint.model.facts import DATALOADER
+from torchdet_lint.model.facts import DATALOADER, LOADER_SUBCLASS, loader_name
 from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal, reported_argument
 from torchdet_lint.core.rule import Rule
 
@@ -35,7 +35,7 @@ class DataLoaderOutOfOrder(Rule):
     good = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, in_order=True)\n",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.call_name(node) != DATALOADER:
+        if loader_name(self.context, node) not in (DATALOADER, LOADER_SUBCLASS):  # a subclass of this file too
             return
         arg = find_arg(node, "in_order")
         if arg is None:

@@ -7,7 +7,7 @@ from typing import Set
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
-from torchdet_lint.model.facts import DATALOADER, GENERATOR_POSITION, RANDOM_SAMPLERS
+from torchdet_lint.model.facts import DATALOADER, GENERATOR_POSITION, LOADER_SUBCLASS, RANDOM_SAMPLERS, loader_name, loader_position
 from torchdet_lint.core.names import arg_value, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 
@@ -57,9 +57,9 @@ class UnseededRandomSplit(Rule):
         self.inline_samplers: Set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.context.call_name(node)
-        if name == DATALOADER:
-            sampler = arg_value(node, "sampler", 3)
+        name = loader_name(self.context, node)  # a DataLoader subclass of this file too
+        if name == DATALOADER or name == LOADER_SUBCLASS:
+            sampler = arg_value(node, "sampler", loader_position(name, 3))
             if sampler is not None:
                 self.inline_samplers.add(id(sampler))
             return

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.core.diagnostics import SILENCED_BY_SET_EPOCH
-from torchdet_lint.model.facts import is_dataloader
+from torchdet_lint.model.facts import is_dataloader, loader_name
 from torchdet_lint.core.names import arg_value, dotted_name, literal, opaque_keywords
 from torchdet_lint.core.rule import Rule
 
@@ -92,7 +92,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if receiver is not None:
                 self.set_epoch_on.add(receiver)
             return
-        qualified = self.context.call_name(node)
+        qualified = loader_name(self.context, node)
         handed = self.to_loader if is_dataloader(qualified) else self.escaped
         for arg in node.args:
             if not is_dataloader(qualified) or (arg.keyword is not None and arg.keyword.value in _SAMPLER_KEYWORDS):

@@ -13,6 +13,7 @@ from torchdet_lint.model.facts import (
     facts,
     helper_covers,
     is_dataloader,
+    loader_name,
     loader_shuffles,
 )
 from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
@@ -203,7 +204,8 @@ class SeedAfterRngUse(Rule):
         kind = draw_kind(qualified, node)
         if kind is not None:
             return kind
-        if is_dataloader(qualified) and loader_shuffles(node, self.context.call_name):
+        loader = loader_name(self.context, node) if qualified is None else qualified
+        if is_dataloader(loader) and loader_shuffles(node, self.context.call_name, loader):
             return None  # the order is drawn when iterating, not here
         if qualified is None and isinstance(node.func, cst.Name) and node.func.value in self.module_classes:
             return "torch"
