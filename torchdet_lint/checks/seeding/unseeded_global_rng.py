@@ -144,12 +144,20 @@ _FIX_SAFETY = """
     seeding calls for exactly the global generators the entry point reaches
     and never seeds (`torch.manual_seed`, `random.seed`, `np.random.seed`),
     with the seed of config `seed` (default 0) and the imports they need; the
-    three rules share that one fix. For a function started in a new process,
-    the lines go at the top of its body, seeded from the parent's own seed
-    expression when the names it uses are bound there (`args.seed` for a
-    worker that receives `args`, under the parent's `if args.seed is not None:`
-    when the parent guards it so), else from config `seed`. When the project already has a
-    first-party seeding helper that covers those generators (and takes at most
+    three rules share that one fix. A file with a main block gets its lines
+    there, and after its imports only when the file's own module-level code
+    draws (`NOISE = torch.randn(4)`, or a module-level call to a function
+    that draws) and no first-party file imports it: draws made by the
+    module-level code of an imported module happen at import time, which no
+    line after the imports can precede, and module-level seeding in a file
+    that others import would reseed every importer. An imported file whose
+    main block sits on the guard's own line gets no fix.
+
+    For a function started in a new process, the lines go at the top of its
+    body, seeded from the parent's own seed expression when the names it uses
+    are bound there (`args.seed` for a worker that receives `args`, under the
+    parent's `if args.seed is not None:` when the parent guards it so), else
+    from config `seed`. When the project already has a first-party seeding helper that covers those generators (and takes at most
     a seed argument), the fix calls it instead. It is unsafe because it
     changes what the program computes: every run now gives the same numbers,
     which a sweep over random restarts may not want.
