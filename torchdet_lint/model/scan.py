@@ -22,6 +22,7 @@ from torchdet_lint.model.summary import (
     HeaderImport,
     Site,
 )
+from torchdet_lint.core.import_header import import_header
 from torchdet_lint.core.names import canonical
 
 
@@ -107,19 +108,13 @@ def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
         return starts[line - 1] if 0 < line <= len(starts) else len(text)
 
     body = tree.body
-    after_line = body[0].lineno if body else len(starts) + 1
-    headers = []
-    for index, statement in enumerate(body):
-        if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            headers.append(statement)
-            after_line = (statement.end_lineno or statement.lineno) + 1
-        elif index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str):
-            after_line = (statement.end_lineno or statement.lineno) + 1
-        else:
-            break
+    header = import_header(tree, len(starts))
+    after_line = header.end_line
     after = offset(after_line)
     anchors = FixAnchors(after, after == len(text) and bool(text) and not text.endswith(("\n", "\r")), after_line, newline=_newline_of(text))
-    for statement in headers:
+    if header.path_setup_end_line:
+        anchors.path_setup_end = offset(header.path_setup_end_line)
+    for statement in header.imports:
         end = offset((statement.end_lineno or statement.lineno) + 1)
         module = statement.names[0].name if isinstance(statement, ast.Import) else "." * statement.level + (statement.module or "")
         anchors.header_imports.append(HeaderImport(offset(statement.lineno), end, module, isinstance(statement, ast.ImportFrom)))
