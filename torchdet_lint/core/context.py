@@ -19,7 +19,7 @@ from torchdet_lint.core.names import NameResolver
 from torchdet_lint.core.positions import LocalPositions, call_with_deep_stack
 from torchdet_lint.core.scopes import ScopeTracker
 from torchdet_lint.core.settings import Settings
-from torchdet_lint.core.source import LineIndex, PythonTree
+from torchdet_lint.core.source import LineIndex, PythonTree, block_top_line
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -247,6 +247,8 @@ class FileContext:
     def _insertion(self, kind: str, anchor, text: str) -> Edit:
         if kind == "before":
             start, indent = self._statement_line_start(anchor)
+            # Above the comment lines that describe the statement, not between them and it.
+            start = self.lines.offset(block_top_line(self.lines, self.lines.position(start)[0], indent), 0)
             return Edit(start, start, self._indent_lines(text, indent))
         if kind == "after":
             _, indent = self._statement_line_start(anchor)

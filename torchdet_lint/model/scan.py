@@ -24,6 +24,7 @@ from torchdet_lint.model.summary import (
 )
 from torchdet_lint.core.import_header import import_header
 from torchdet_lint.core.names import canonical
+from torchdet_lint.core.source import LineIndex, block_top_line
 
 
 def line_starts(text: str) -> List[int]:
@@ -124,10 +125,11 @@ def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
             first = statement.body[0]
             first_line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
             if first_line > statement.lineno:
-                anchors.main_top = offset(first_line)
-                anchors.main_top_line = first_line
-                line_text = text[anchors.main_top : anchors.main_top + 200]
+                line_text = text[offset(first_line) : offset(first_line) + 200]
                 anchors.main_indent = line_text[: len(line_text) - len(line_text.lstrip(" \t"))]
+                top = block_top_line(LineIndex(text), first_line, anchors.main_indent)
+                anchors.main_top = offset(top)
+                anchors.main_top_line = top
             break
     bindings: Dict[str, Tuple[str, int]] = {}
     for statement in _module_level(body):

@@ -156,7 +156,11 @@ _FIX_SAFETY = """
     module-level code of an imported module happen at import time, which no
     line after the imports can precede, and module-level seeding in a file
     that others import would reseed every importer. An imported file whose
-    main block sits on the guard's own line gets no fix.
+    main block sits on the guard's own line gets no fix. At the top of a
+    block (the main block, a spawned function after its docstring), the
+    lines go above the comment lines directly over the first statement,
+    which describe it; when only blank lines separate those comments from
+    the `if __name__ == "__main__":` line, right under that line.
 
     "After the imports" means after the last import of the module's header:
     the header runs past a `try: import x` / `except ImportError: x = None`
