@@ -129,6 +129,38 @@ def test_insertion_fixes_land_in_a_python_cell(tmp_path: Path) -> None:
     assert plain[2]["source"] == deterministic
 
 
+def test_seeding_helper_import_stays_below_the_cells_sys_path_line(tmp_path: Path) -> None:
+    """dinov2's notebooks put the repository on `sys.path` in their first cell: the project's
+    seeding helper is never imported above that line. Where the imports end before it, the fix
+    seeds torch itself; where the project's own imports follow it (dinov2's second cell), the
+    helper's import joins them."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "utils.py").write_text("import torch\n\n\ndef fix_random_seeds(seed=0):\n    torch.manual_seed(seed)\n", encoding="utf-8")
+    (tmp_path / "pkg" / "hub.py").write_text("from torch import nn\n\n\ndef build():\n    return nn.Linear(2, 2)\n", encoding="utf-8")
+    setup = ["import sys\n", "\n", "import torch\n", "\n", "print(sys.version)\n", "sys.path.append(\"..\")"]
+    (tmp_path / "plain.ipynb").write_text(_notebook([("code", setup), ("code", ["print(torch.randn(2))"])]), encoding="utf-8")
+    dinov2 = [
+        "import sys\n",
+        "\n",
+        "INSTALL = False  # Switch this to install dependencies\n",
+        "if INSTALL:\n",
+        "    !{sys.executable} -m pip install -e .\n",
+        "else:\n",
+        "    REPO_PATH = \"..\"\n",
+        "    sys.path.append(REPO_PATH)",
+    ]
+    uses = ["from pkg.hub import build\n", "model = build()"]
+    (tmp_path / "dinov2.ipynb").write_text(_notebook([("code", dinov2), ("code", uses)]), encoding="utf-8")
+    code, out, err = run_cli("--fix", "--unsafe-fixes", "--no-cache", "--select", "TDL001", ".", cwd=tmp_path)
+    assert code == 0, out + err
+    plain = ["".join(cell["source"]) for cell in json.loads((tmp_path / "plain.ipynb").read_text(encoding="utf-8"))["cells"]]
+    assert plain[0] == "import sys\n\nimport torch\n\ntorch.manual_seed(0)\n\nprint(sys.version)\nsys.path.append(\"..\")"
+    cells = ["".join(cell["source"]) for cell in json.loads((tmp_path / "dinov2.ipynb").read_text(encoding="utf-8"))["cells"]]
+    assert cells[0] == "".join(dinov2)
+    assert cells[1] == "from pkg.hub import build\nfrom pkg.utils import fix_random_seeds\n\nfix_random_seeds(seed=0)\nmodel = build()"
+
+
 def test_magics_are_tolerated(tmp_path: Path) -> None:
     source = [
         "%load_ext autoreload\n",

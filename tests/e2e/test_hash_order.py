@@ -37,7 +37,7 @@ def test_fixed_label_map_is_the_same_in_every_interpreter(tmp_path: Path) -> Non
 
     code, out, err = run_cli("--fix", "--no-cache", "--select", "TDL107", ".", cwd=tmp_path)
     assert code == 0, out + err
-    assert "classes = list(sorted(set(labels)))" in script.read_text()
+    assert "classes = sorted(set(labels))" in script.read_text()
     first, second = _run(script, "1"), _run(script, "2")
     assert first == second
     assert first.startswith("{'bird': 0, 'cat': 1, 'dog': 2, 'fish': 3, 'frog': 4, 'horse': 5}")

@@ -8,7 +8,7 @@ class Labelled(Dataset):
     def __init__(self, path):
         with open(path) as f:
             self.rows = list(csv.DictReader(f))
-        classes = list(sorted(set(row["label"] for row in self.rows)))
+        classes = sorted(set(row["label"] for row in self.rows))
         self.class_to_idx = {c: i for i, c in enumerate(classes)}
 
     def __len__(self):

@@ -115,7 +115,8 @@ class CompileAutotuning(Rule):
     Safe where the target torch has `torch._inductor.config.deterministic`
     (2.10 and newer): the fix inserts one line, `torch._inductor.config.deterministic = True`,
     before the statement that holds the report (before its decorators, for a
-    decorator), at that statement's indentation. It is offered only where the
+    decorator, and above the comment lines directly over it, which describe
+    it), at that statement's indentation. It is offered only where the
     name `torch` is bound to torch there; no import is added, since
     `torch._inductor` is imported on first use (what the common
     `torch._inductor.config.x = ...` spelling relies on), and an import of

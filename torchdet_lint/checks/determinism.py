@@ -54,7 +54,12 @@ class DeterministicModeNotEnabled(ProjectRule):
     Unsafe: inserts `torch.use_deterministic_algorithms(True)` at the top of
     the main block (after the imports for a script, at the top of a notebook's
     first code cell; for a spawned function, at the top of its body), with
-    `import torch` when needed. Operations without a
+    `import torch` when needed. As for TDL001, a file with a main block gets
+    the line after its imports instead only when its own module-level code
+    does the CUDA work and no first-party file imports it; and at the top of
+    a block, the line goes above the comment lines that describe the first
+    statement (right under the `if __name__` line when only blank lines
+    separate them). Operations without a
     deterministic implementation then raise on CUDA (see TDL202), and before
     torch 2.10 cuBLAS needs `CUBLAS_WORKSPACE_CONFIG` (TDL303).
 

@@ -9,8 +9,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from torchdet_lint.core.diagnostics import Applicability, Edit, Fix
 from torchdet_lint.core.import_placement import place_import
-from torchdet_lint.model.project import EntryPoint, Project, Reach
-from torchdet_lint.model.summary import MODULE_KEY, RNG_KINDS, FileSummary, FixAnchors
+from torchdet_lint.model.project import EntryPoint, Project
+from torchdet_lint.model.summary import RNG_KINDS, FileSummary, FixAnchors
 
 
 def import_edit(anchors: FixAnchors, line: str, module: str, first_party: frozenset) -> Edit:
@@ -64,15 +64,22 @@ class Insertion:
         if entry.spawn is not None:
             self._at_function_top(entry)
             return
-        module_reach = project.reach((entry.path, MODULE_KEY)) if MODULE_KEY in self.summary.functions else Reach()
-        # The main block's top is too late when module-level code already drew (or did the work).
-        late = any(module_reach.draws.get(kind) for kind in avoid_module_level if kind in RNG_KINDS) or (
-            "cuda" in avoid_module_level and (module_reach.cuda or module_reach.ops)
-        )
-        if anchors.main_top is not None and not late:
+        # RULES.md "Fix TDL001-003": the main block's top, unless the file's own module-level code
+        # draws (or does the work) before the main block runs. Draws by the module-level code of
+        # the modules it imports do not count: they run at import time, before any line placed
+        # after the imports could. A file that other first-party files import never gets
+        # module-level lines: they would reseed every importer.
+        imported = self.entry.path in project.imported_files()
+        if anchors.main_top is not None and (imported or not self._module_code_draws(avoid_module_level)):
             self.offset, self.indent, self.line, self.at_main = anchors.main_top, anchors.main_indent, anchors.main_top_line, True
+        elif self.summary.main_guard_line is not None and imported:
+            self.valid = False  # a main block on the guard's own line has no top to insert at
         else:
             self.offset, self.indent, self.line, self.at_main = anchors.after_imports, "", anchors.after_imports_line, False
+
+    def _module_code_draws(self, kinds: Iterable[str]) -> bool:
+        own = self.project.module_code_reach(self.entry.path)
+        return any(own.draws.get(kind) for kind in kinds if kind in RNG_KINDS) or ("cuda" in kinds and bool(own.cuda or own.ops))
 
     def _at_function_top(self, entry: EntryPoint) -> None:
         """A spawned entry point's lines go at the top of the function started, when that

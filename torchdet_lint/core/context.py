@@ -5,19 +5,21 @@ positioned diagnostics and text edits (positions are computed lazily).
 
 from __future__ import annotations
 
+import ast
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from torchdet_lint.core.diagnostics import Diagnostic, Edit, Fix, FixBuilder
+from torchdet_lint.core.import_header import ImportHeader, import_header
 from torchdet_lint.core.import_placement import HeaderImportLine, place_import
 from torchdet_lint.core.names import NameResolver, canonical, dotted_name
 from torchdet_lint.core.positions import LocalPositions, call_with_deep_stack
 from torchdet_lint.core.scopes import ScopeTracker
 from torchdet_lint.core.settings import Settings
-from torchdet_lint.core.source import LineIndex, PythonTree
+from torchdet_lint.core.source import LineIndex, PythonTree, block_top_line
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -270,16 +272,20 @@ class FileContext:
     def _insertion(self, kind: str, anchor, text: str) -> Edit:
         if kind == "before":
             start, indent = self._statement_line_start(anchor)
+            # Above the comment lines that describe the statement, not between them and it.
+            start = self.lines.offset(block_top_line(self.lines, self.lines.position(start)[0], indent), 0)
             return Edit(start, start, self._indent_lines(text, indent))
         if kind == "after":
             _, indent = self._statement_line_start(anchor)
             offset = self._after_statement(anchor)
             return Edit(offset, offset, self._eof_newline(offset) + self._indent_lines(text, indent))
         if kind == "before_import_of":
-            for statement in self._header_imports():
-                if any(m == anchor or m.startswith(anchor + ".") for m in _imported_modules(statement)):
-                    start, _ = self._statement_line_start(statement)
-                    return Edit(start, start, self._indent_lines(text, ""))
+            # The first module-level import of it, in the header or not: what runs first.
+            tree = self.python_tree()
+            statements = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))] if tree is not None else []
+            for line in self._import_lines(statements):
+                if line.module == anchor or line.module.startswith(anchor + "."):
+                    return Edit(line.start, line.start, self._indent_lines(text, ""))
             kind = "after_imports"
         if kind == "after_imports":
             offset = self.after_imports_offset()
@@ -292,30 +298,42 @@ class FileContext:
             return self.newline
         return ""
 
-    def _header_imports(self) -> List[cst.SimpleStatementLine]:
-        """Top-level import statements of the module's leading block (docstring, imports, comments)."""
-        result = []
-        for statement in self.module.body:
-            if isinstance(statement, cst.SimpleStatementLine) and statement.body and all(
-                isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
-            ):
-                result.append(statement)
-            elif result or not _is_docstring_or_setup(statement):
-                if result:
-                    break
-        return result
+    def _import_header(self) -> Optional[ImportHeader]:
+        tree = self.python_tree()
+        return None if tree is None else import_header(tree, len(self.lines.starts))
+
+    def _header_import_lines(self) -> List[HeaderImportLine]:
+        """The header's top-level imports (core/import_header.py), one per module they name."""
+        header = self._import_header()
+        return self._import_lines(header.imports if header is not None else ())
+
+    def _import_lines(self, statements: Sequence[ast.stmt]) -> List[HeaderImportLine]:
+        lines = []
+        for statement in statements:
+            start = self.lines.offset(statement.lineno, 0)
+            end = self._line_start_after(statement.end_lineno or statement.lineno)
+            if isinstance(statement, ast.Import):
+                lines.extend(HeaderImportLine(alias.name, False, start, end) for alias in statement.names)
+            else:
+                lines.append(HeaderImportLine("." * statement.level + (statement.module or ""), True, start, end))
+        return lines
 
     def after_imports_offset(self) -> int:
-        imports = self._header_imports()
-        if imports:
-            return self._after_statement(imports[-1])
-        body = self.module.body
+        """Right after the header's last import (core/import_header.py); after the docstring
+        when there is none."""
+        header = self._import_header()
+        if header is not None:
+            return self._line_start_after(header.end_line - 1)
+        body = self.module.body  # a text this Python cannot parse: after the docstring
         if body and _is_docstring(body[0]):
             return self._after_statement(body[0])
         if body:
             start, _ = self._statement_line_start(body[0])
             return start
         return len(self.text)
+
+    def _line_start_after(self, line: int) -> int:
+        return self.lines.offset(line + 1, 0) if line < len(self.lines.starts) else len(self.text)
 
     def is_imported(self, module: str, name: Optional[str], alias: Optional[str]) -> bool:
         bound_name = alias or (name if name else module.split(".")[0])
@@ -330,13 +348,8 @@ class FileContext:
             line = f"from {module} import {name}" + (f" as {alias}" if alias else "")
         else:
             line = f"import {module}" + (f" as {alias}" if alias else "")
-        header = []
-        for statement in self._header_imports():
-            modules = _imported_modules(statement)
-            if modules:
-                begin, _ = self._statement_line_start(statement)
-                is_from = isinstance(statement.body[0], cst.ImportFrom)
-                header.append(HeaderImportLine(modules[0], is_from, begin, self._after_statement(statement)))
+        lines = self._header_import_lines()
+        header = [line for index, line in enumerate(lines) if index == 0 or line.start != lines[index - 1].start]
         offset = self.after_imports_offset()
         return place_import(line, module, header, self.first_party, offset, bool(self._eof_newline(offset)), self.newline)
 
@@ -370,20 +383,3 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
         and isinstance(statement.body[0], cst.Expr)
         and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
-
-
-def _is_docstring_or_setup(statement: cst.CSTNode) -> bool:
-    return _is_docstring(statement)
-
-
-def _imported_modules(statement: cst.SimpleStatementLine) -> List[str]:
-    modules = []
-    for small in statement.body:
-        if isinstance(small, cst.Import):
-            modules.extend(dotted_name(alias.name) or "" for alias in small.names)
-        elif isinstance(small, cst.ImportFrom):
-            module = dotted_name(small.module) if small.module else ""
-            modules.append("." * len(small.relative) + (module or ""))
-    return modules
-
-

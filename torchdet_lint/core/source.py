@@ -118,3 +118,32 @@ class LineIndex:
         start = self.starts[line - 1]
         end = self.starts[line] if line < len(self.starts) else len(self.text)
         return self.text[start:end].rstrip("\r\n")
+
+
+def block_top_line(lines: LineIndex, first_line: int, indent: str) -> int:
+    """Where lines inserted at the top of a block go, given the line of its first statement
+    (after a docstring or `global`): above the comment lines directly over that statement at its
+    indentation, which describe it and stay attached to it; and when only blank lines separate
+    those comments from the block's opening line (`if __name__ == "__main__":`), right after
+    that line, so the blank line keeps setting the commented code apart."""
+    line = first_line
+    while line > 1 and _is_comment_at(lines.line_text(line - 1), indent):
+        line -= 1
+    if line == first_line:
+        return first_line
+    above = line - 1
+    while above >= 1 and not lines.line_text(above).strip():
+        above -= 1
+    if above >= 1 and _opens_block(lines.line_text(above), indent):
+        return above + 1
+    return line
+
+
+def _is_comment_at(text: str, indent: str) -> bool:
+    return text.startswith(indent) and text[len(indent) :].startswith("#")
+
+
+def _opens_block(text: str, indent: str) -> bool:
+    """The opening line of the block whose body has `indent` (less indented, or ending in `:`)."""
+    stripped = text.split("#", 1)[0].rstrip()
+    return len(text) - len(text.lstrip(" \t")) < len(indent) or stripped.endswith(":")

@@ -63,6 +63,7 @@ from torchdet_lint.model.summary import (
 )
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
+from torchdet_lint.core.source import block_top_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
@@ -996,7 +997,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             params = node.params
             names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
             names += [p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-            self.summary.function_tops[name] = FunctionTop(context.lines.offset(line, 0), line, indent, names + module_names)
+            top = block_top_line(context.lines, line, indent)
+            self.summary.function_tops[name] = FunctionTop(context.lines.offset(top, 0), top, indent, names + module_names)
 
     def _lines(self, tree: ast.Module) -> None:
         """Lines of the recorded sites: the i-th call (assignment) visited is the

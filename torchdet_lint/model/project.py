@@ -141,6 +141,7 @@ class Project:
         self._spawned: Optional[List[EntryPoint]] = None
         self._spawn_start: Optional[Set[str]] = None
         self._registered: Optional[Dict[Tuple[str, str], List[Node]]] = None
+        self._imported: Optional[Set[str]] = None
 
     # -- the module graph ------------------------------------------------------------------
     @property
@@ -150,11 +151,14 @@ class Project:
         return self._index
 
     def imported_files(self) -> Set[str]:
-        imported: Set[str] = set()
-        for display, summary in self.summaries.items():
-            for name in summary.imports:
-                imported.update(self.index.modules_of_import(name, display))
-        return imported
+        """The files another first-party file imports (anywhere in its code)."""
+        if self._imported is None:
+            imported: Set[str] = set()
+            for display, summary in self.summaries.items():
+                for name in summary.imports:
+                    imported.update(found for found in self.index.modules_of_import(name, display) if found != display)
+            self._imported = imported
+        return self._imported
 
     @property
     def entry_points(self) -> List[EntryPoint]:
@@ -656,6 +660,25 @@ class Project:
         if entry.reason == "configured":
             keys += [key for key in entry.summary.functions if "." not in key and not key.startswith("<")]
         return [(entry.path, key) for key in keys if key in entry.summary.functions]
+
+    def module_code_reach(self, display: str) -> Reach:
+        """What a file's own module-level code does once its imports have run: its statements
+        and the functions they call, without the module-level code of the modules it imports,
+        which ran at import time, before any line placed after the imports could."""
+        start = (display, MODULE_KEY)
+        combined = Reach()
+        if MODULE_KEY not in self.summaries[display].functions:
+            return combined
+        seen: Set[Node] = {start}
+        pending = [start]
+        while pending:
+            for successor in self.edges(pending.pop()):
+                if successor not in seen and (successor[1] != MODULE_KEY or successor[0] == display):
+                    seen.add(successor)
+                    pending.append(successor)
+        for node in sorted(seen):
+            combined.merge(self._own(node))
+        return combined
 
     def entry_reach(self, entry: EntryPoint) -> Reach:
         combined = Reach()

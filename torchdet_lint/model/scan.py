@@ -23,7 +23,9 @@ from torchdet_lint.model.summary import (
     HeaderImport,
     Site,
 )
+from torchdet_lint.core.import_header import import_header
 from torchdet_lint.core.names import canonical
+from torchdet_lint.core.source import LineIndex, block_top_line
 
 
 def line_starts(text: str) -> List[int]:
@@ -108,19 +110,13 @@ def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
         return starts[line - 1] if 0 < line <= len(starts) else len(text)
 
     body = tree.body
-    after_line = body[0].lineno if body else len(starts) + 1
-    headers = []
-    for index, statement in enumerate(body):
-        if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            headers.append(statement)
-            after_line = (statement.end_lineno or statement.lineno) + 1
-        elif index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str):
-            after_line = (statement.end_lineno or statement.lineno) + 1
-        else:
-            break
+    header = import_header(tree, len(starts))
+    after_line = header.end_line
     after = offset(after_line)
     anchors = FixAnchors(after, after == len(text) and bool(text) and not text.endswith(("\n", "\r")), after_line, newline=_newline_of(text))
-    for statement in headers:
+    if header.path_setup_end_line:
+        anchors.path_setup_end = offset(header.path_setup_end_line)
+    for statement in header.imports:
         end = offset((statement.end_lineno or statement.lineno) + 1)
         module = statement.names[0].name if isinstance(statement, ast.Import) else "." * statement.level + (statement.module or "")
         anchors.header_imports.append(HeaderImport(offset(statement.lineno), end, module, isinstance(statement, ast.ImportFrom)))
@@ -130,10 +126,11 @@ def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
             first = statement.body[0]
             first_line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
             if first_line > statement.lineno:
-                anchors.main_top = offset(first_line)
-                anchors.main_top_line = first_line
-                line_text = text[anchors.main_top : anchors.main_top + 200]
+                line_text = text[offset(first_line) : offset(first_line) + 200]
                 anchors.main_indent = line_text[: len(line_text) - len(line_text.lstrip(" \t"))]
+                top = block_top_line(LineIndex(text), first_line, anchors.main_indent)
+                anchors.main_top = offset(top)
+                anchors.main_top_line = top
             break
     bindings: Dict[str, Tuple[str, int]] = {}
     for statement in _module_level(body):

@@ -192,6 +192,9 @@ class FixAnchors:
     main_indent: str = ""
     header_imports: List[HeaderImport] = field(default_factory=list)
     newline: str = "\n"
+    # After the last module-level change of `sys.path` (0: none): a first-party import above it
+    # may not be importable yet.
+    path_setup_end: int = 0
 
 
 @dataclass

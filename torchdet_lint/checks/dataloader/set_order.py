@@ -829,6 +829,8 @@ class _Analysis:
             if type(value) is _Set:
                 if name == "builtins.iter":
                     return value
+                if name == "builtins.list" and len(node.args) == 1:
+                    self.rule.list_of[id(first)] = node
                 return _Ordered(value, first, _Elem(value))
             return value if type(value) in (_Ordered, _Seq) else None
         if name == "builtins.sorted" or name == "numpy.unique":
@@ -1218,11 +1220,15 @@ class UnorderedSetIteration(Rule):
     reported (RULES.md, "Hidden order").
 
     ## Fix safety
-    Wraps the set expression in `sorted(...)`, in place (`list(set(x))`
-    becomes `list(sorted(set(x)))`, `for c in s:` becomes
-    `for c in sorted(s):`); nothing else is re-indented. Safe when every
+    Wraps the set expression in `sorted(...)`, in place (`tuple(set(x))`
+    becomes `tuple(sorted(set(x)))`, `for c in s:` becomes
+    `for c in sorted(s):`); nothing else is re-indented. When the set is the
+    whole argument of `list(...)`, the call becomes `sorted(...)` instead
+    (`list(s)` becomes `sorted(s)`, not `list(sorted(s))`: `sorted` already
+    returns a list, and ruff's C414 flags the double call). Safe when every
     element is known to be a string (an intersection with a set of strings,
-    `methods & {"spawn", "fork"}`, holds only strings): the program keeps its meaning and loses
+    `methods & {"spawn", "fork"}`, holds only strings): the program keeps
+    its meaning and loses
     only the run-to-run variation of the order. Unsafe when the elements are
     not all known to be strings (the index-mapping case, or a set that also
     holds values of unknown type): `sorted` raises `TypeError` on elements
@@ -1293,6 +1299,9 @@ class UnorderedSetIteration(Rule):
         self.events: List[Tuple[_Set, cst.CSTNode, bool]] = []
         self.slots: Dict[int, _Set] = {}
         self.no_fix: Set[int] = set()
+        # A set that is the whole argument of `list(...)` -> that call: the fix renames it `sorted`
+        # (`list(sorted(s))` is `sorted(s)` spelled twice, ruff C414).
+        self.list_of: Dict[int, cst.Call] = {}
         self.returned_elements: Dict[int, _Set] = {}  # function -> the elements of what it returns
         self.parameter_uses: Dict[int, Dict[str, int]] = {}
         self.frame_of: Dict[int, _Frame] = {}
@@ -1476,7 +1485,11 @@ class UnorderedSetIteration(Rule):
             if id(node) not in self.no_fix:
                 bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node
                 applicability = Applicability.SAFE if all_str else Applicability.UNSAFE
-                fix = FixBuilder("Wrap the set in `sorted(...)`", applicability).replace(node, wrapped_in("sorted", bare))
+                listed = self.list_of.get(id(node))
+                if listed is not None:
+                    fix = FixBuilder("Replace `list(...)` by `sorted(...)`", applicability).replace(listed.func, cst.Name("sorted"))
+                else:
+                    fix = FixBuilder("Wrap the set in `sorted(...)`", applicability).replace(node, wrapped_in("sorted", bare))
             if some_str:
                 message = (
                     "a set of strings is put in an order that follows string hashes, which change with every run "

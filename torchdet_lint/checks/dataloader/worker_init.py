@@ -43,7 +43,8 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
 
     ## Fix safety
     Safe: adds `worker_init_fn=seed_worker` and defines `seed_worker` once per
-    module (reusing an existing one), as in the PyTorch reproducibility notes,
+    module (reusing an existing one) after the last import of the module's
+    header (as TDL001 describes it), as in the PyTorch reproducibility notes,
     seeding each worker's `random` and NumPy from `torch.initial_seed()`; it
     also re-creates, from the worker's seed, the RNG objects the analysis
     found on the dataset (through `torch.utils.data.get_worker_info().dataset`),

@@ -126,8 +126,10 @@ class CheckpointWithoutRngState(ProjectRule):
     the last one, when several optimizers load from it), guarded so that
     older checkpoints still load:
     `if "rng_state" in checkpoint: load_rng_state_dict(checkpoint["rng_state"], ...)`.
-    The pair of helpers is written once per module after the imports (an
-    existing pair is reused), with only the states the module's checkpoints
+    The pair of helpers is written once per module, after the last import of
+    its header (past `try: import x` / `except ImportError:` blocks and
+    `sys.path` set-up between imports, as TDL001 describes; an existing pair
+    is reused), with only the states the module's checkpoints
     need and the imports they use. Named generators are passed as arguments.
     The saved form loads with `torch.load`'s default `weights_only=True`
     (torch 2.6 and later): tensors, tuples, lists, ints, floats and `None`;

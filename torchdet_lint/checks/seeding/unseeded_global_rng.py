@@ -89,7 +89,12 @@ def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, need
             continue  # a private module (`torch._numpy.random`) is not the project's seeding API
         bound = entry.summary.exports.get(name)
         if bound is None:
-            insertion.edits.append(import_edit(insertion.anchors, f"from {module} import {name}", module, insertion.first_party | {module.split(".")[0]}))
+            edit = import_edit(insertion.anchors, f"from {module} import {name}", module, insertion.first_party | {module.split(".")[0]})
+            if edit.start < insertion.anchors.path_setup_end:
+                # Above the `sys.path` line that makes the project importable (a notebook's
+                # `sys.path.append(REPO)`): the plain seeding calls instead.
+                continue
+            insertion.edits.append(edit)
         elif project.resolve(entry.path, "." + name) != [(display, name)] and bound != f"{module}.{name}":
             continue
         return insertion.fix(f"Call the project's seeding helper `{name}{arguments}` at the start of the entry point", [f"{name}{arguments}"])
@@ -144,12 +149,35 @@ _FIX_SAFETY = """
     seeding calls for exactly the global generators the entry point reaches
     and never seeds (`torch.manual_seed`, `random.seed`, `np.random.seed`),
     with the seed of config `seed` (default 0) and the imports they need; the
-    three rules share that one fix. For a function started in a new process,
-    the lines go at the top of its body, seeded from the parent's own seed
-    expression when the names it uses are bound there (`args.seed` for a
-    worker that receives `args`, under the parent's `if args.seed is not None:`
-    when the parent guards it so), else from config `seed`. When the project already has a
-    first-party seeding helper that covers those generators (and takes at most
+    three rules share that one fix. A file with a main block gets its lines
+    there, and after its imports only when the file's own module-level code
+    draws (`NOISE = torch.randn(4)`, or a module-level call to a function
+    that draws) and no first-party file imports it: draws made by the
+    module-level code of an imported module happen at import time, which no
+    line after the imports can precede, and module-level seeding in a file
+    that others import would reseed every importer. An imported file whose
+    main block sits on the guard's own line gets no fix. At the top of a
+    block (the main block, a spawned function after its docstring), the
+    lines go above the comment lines directly over the first statement,
+    which describe it; when only blank lines separate those comments from
+    the `if __name__ == "__main__":` line, right under that line.
+
+    "After the imports" means after the last import of the module's header:
+    the header runs past a `try: import x` / `except ImportError: x = None`
+    block, an `if` around imports, `sys.path` / `os.environ` / `warnings`
+    set-up and the path computations such a line uses
+    (`ROOT = Path(__file__).parents[0]`), and ends at the first statement
+    that is code. TDL102's `seed_worker`, TDL008's helpers and every added
+    import use the same place. A first-party helper is called only when its
+    import can go below every module-level `sys.path` change (in a notebook,
+    the first cell's `sys.path.append(REPO)`): otherwise the fix writes the
+    plain seeding calls.
+
+    For a function started in a new process, the lines go at the top of its
+    body, seeded from the parent's own seed expression when the names it uses
+    are bound there (`args.seed` for a worker that receives `args`, under the
+    parent's `if args.seed is not None:` when the parent guards it so), else
+    from config `seed`. When the project already has a first-party seeding helper that covers those generators (and takes at most
     a seed argument), the fix calls it instead. It is unsafe because it
     changes what the program computes: every run now gives the same numbers,
     which a sweep over random restarts may not want.
