@@ -247,11 +247,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     # -- definitions -------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if self._at_module_level():
-            name = node.name.value
+        outer = self.class_stack[-1] if self.class_stack else None
+        if self._at_module_level() or (len(self.keys) == 1 and outer is not None):
+            # A class of the module, or nested in one's body (`Algo.Policy`): its methods are
+            # functions of their own, run when called, not import-time code.
+            name = f"{outer}.{node.name.value}" if outer else node.name.value
             bases = [t for t in (self._target(arg.value) for arg in node.bases if arg.keyword is None) if t]
             self.summary.classes[name] = ClassSummary(0, bases)
-            self._decorators(node)
+            if outer is None:
+                self._decorators(node)
             self.class_stack.append(name)
         else:
             self.class_stack.append(None)
@@ -262,12 +266,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         name = node.name.value
         if len(self.keys) == 1 and not self.in_main:
-            class_name = self.class_stack[-1] if self.class_stack else None
-            if self.class_stack and class_name is None:
-                # A method of a class nested in a function body: part of the enclosing code.
-                self.keys.append((self.key, None, self.keys[-1][2], self.keys[-1][3]))
-                self.bound_expressions.append({})
-                return
+            class_name = self.class_stack[-1] if self.class_stack else None  # every class here is named
             key = f"{class_name}.{name}" if class_name else name
             if class_name:
                 self.summary.classes[class_name].methods.append(name)

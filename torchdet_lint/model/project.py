@@ -323,6 +323,12 @@ class Project:
                     found += self.resolve(display, f"{returned}.{method}", depth + 1)
             return list(dict.fromkeys(found))
         head, _, rest = name.partition(".")
+        if rest and head in summary.classes and "." in name:
+            # A class nested in a class body (`Algo.Policy`, `Algo.Policy.act`): the longest class named.
+            if name in summary.classes:
+                head, rest = name, ""
+            elif owner in summary.classes:
+                head, rest = owner, method
         if head in summary.classes:
             if not rest:
                 constructors = self._constructor(display, head, set())
@@ -460,14 +466,14 @@ class Project:
         chain = self.base_classes(display, name, set())
         own = chain[0] if chain else (display, name)
         found: List[Node] = []
-        pending = [m for m in methods if (m[0], m[1].partition(".")[0]) != own]
+        pending = [m for m in methods if (m[0], m[1].rpartition(".")[0]) != own]
         seen = set(pending)
         while pending and len(seen) < MAX_OVERRIDE_STEPS:
             file, key = pending.pop()
-            owner = key.partition(".")[0]
+            owner = key.rpartition(".")[0]
             function = self.summaries[file].functions.get(key)
             for call in function.calls if function is not None else ():
-                if not call.startswith(f".{owner}.") or call.count(".") != 2:
+                if not call.startswith(f".{owner}.") or "." in call[len(owner) + 2 :]:
                     continue  # not `self.x()` (or `Owner.x()`) inside the base class
                 method = call.rpartition(".")[2]
                 nearest = self._method(display, name, method, set())
@@ -476,7 +482,7 @@ class Project:
                 seen.add(nearest)
                 if nearest != self._method(file, owner, method, set()):
                     found.append(nearest)
-                if (nearest[0], nearest[1].partition(".")[0]) != own:
+                if (nearest[0], nearest[1].rpartition(".")[0]) != own:
                     pending.append(nearest)  # another base method: its `self.` calls go to `name` too
         return found
 
