@@ -410,7 +410,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for target in node.targets:
             if type(target.target) is cst.Subscript and type(target.target.value) is cst.Name:
                 self._registering(target.target.value.value, value)
-            name = self.context.qualified_name(target.target)
+            # Only an attribute target sets a flag (`saved = torch.backends.cudnn.benchmark` reads it).
+            name = self.context.qualified_name(target.target) if type(target.target) is cst.Attribute else None
             if name == "torch.backends.cudnn.deterministic" and literal(value) is True:
                 self.function.add_cover("cudnn", self._site("`cudnn.deterministic = True`", "assign"))
             elif name == "torch.backends.cudnn.benchmark":
