@@ -403,7 +403,12 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     `torch.no_grad()`, `inference_mode()`, `set_grad_enabled(False)`, in a
     function decorated with them or only ever called from such code, and
     on a tensor visibly without gradient (`torch.from_numpy(...)`,
-    `.detach()`, `torch.tensor(...)` without `requires_grad=True`); a tensor
+    `.detach()`, `torch.tensor(...)` without `requires_grad=True`, the legacy
+    CPU type constructors `torch.FloatTensor(h, w, 3)`, `torch.LongTensor`,
+    `DoubleTensor`, `HalfTensor`, `BFloat16Tensor`, `IntTensor`,
+    `ShortTensor`, `ByteTensor`, `CharTensor`, `BoolTensor`, which build CPU
+    tensors; `torch.cuda.FloatTensor` and its kin build CUDA tensors without
+    gradient); a tensor
     visibly on the CPU rules out CUDA-only kernels, and so does a device
     test around the call: in `if not x.is_cuda:` (or the `else` of
     `if x.is_cuda:`, `if x.is_cpu:`, `if x.device.type == "cpu":`), `x` is
