@@ -393,7 +393,10 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     without `dim`, `scatter_reduce(reduce="amax")`, `EmbeddingBag(mode="mean")`,
     `F.pad` with `mode="constant"` and `AdaptiveAvgPool2d(1)` (computed as a
     mean) are not reported; a non-literal argument that could select the
-    raising kernel is reported ("may"). `F.pad(mode="reflect")` maps a
+    raising kernel is reported ("may"). An f-string counts by its literal
+    ends: `scatter_reduce_(..., reduce=f"a{reduce[-3:]}")` can only be a value
+    starting with `a` (`amax`, `amin`), which rules out `prod` (PyG's
+    `scatter`); `f"p{x}"` may still be `prod`. `F.pad(mode="reflect")` maps a
     literal pad of length 2, 4, 6 to the 1-d, 2-d, 3-d kernel, otherwise the
     worst case at that version; convolutions with
     `padding_mode="reflect"` pad the same way.
