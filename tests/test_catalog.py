@@ -22,6 +22,7 @@ from torchdet_lint.core.catalog import (
     Calls,
     CatalogError,
     Condition,
+    Pattern,
     Symbol,
     Truth,
     load_catalog,
@@ -220,6 +221,15 @@ def test_other_data_files_in_rules_are_ignored(tmp_path: Path) -> None:
         (Condition("reduce_func", "calls", ("dgl.function.sum",)), "sum", Truth.YES),
         (Condition("reduce_func", "calls", ("dgl.function.sum",)), NOT_LITERAL, Truth.NO),  # only what is visible
         (Condition("mode", "in", ("bilinear",)), Calls(frozenset({"f"})), Truth.MAYBE),
+        # An f-string known by its literal ends (`f"a{reduce[-3:]}"`): ruled out when no value fits.
+        (Condition("reduce", "in", ("prod",)), Pattern("a", ""), Truth.NO),
+        (Condition("reduce", "in", ("prod", "amax")), Pattern("a", ""), Truth.MAYBE),
+        (Condition("reduce", "in", ("prod",)), Pattern("", "d"), Truth.MAYBE),
+        (Condition("reduce", "in", ("prod",)), Pattern("pr", "rod"), Truth.NO),  # too short to fit both ends
+        (Condition("reduce", "not-in", ("sum", "mean")), Pattern("a", ""), Truth.YES),
+        (Condition("reduce", "not-in", ("sum", "mean")), Pattern("s", ""), Truth.MAYBE),
+        (Condition("reduce", "absent"), Pattern("a", ""), Truth.NO),
+        (Condition("src", "tensor"), Pattern("a", ""), Truth.NO),
     ],
 )
 def test_condition_evaluation(condition: Condition, value, expected: Truth) -> None:

@@ -3,6 +3,7 @@ point reaches, and the project-level rules over several modules."""
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
 import subprocess
@@ -17,7 +18,7 @@ from torchdet_lint.engine.file_pass import check_text
 from torchdet_lint.model.project import Project
 from torchdet_lint.engine.project import build_project
 from torchdet_lint.engine.runner import first_party_names, make_options, run
-from torchdet_lint.model.scan import empty_summary
+from torchdet_lint.model.scan import empty_summary, function_spans
 from torchdet_lint.testing import lint_sources, settings_from
 
 PROJECT_CODES = ["TDL001", "TDL002", "TDL003", "TDL302"]
@@ -216,6 +217,31 @@ def test_empty_summary_scans_imports_definitions_and_calls() -> None:
     assert summary.functions["C.n"].calls == ["pkg.b.helper"]
     assert summary.functions["<main>"].calls == [".f"]
     assert summary.anchors is not None and summary.anchors.main_top_line == 18
+
+
+def test_nested_classes_have_function_keys_in_both_summaries_and_spans() -> None:
+    """A class nested in a class body: its methods are `Outer.Inner.m`, never import-time code,
+    in the ast scan, the LibCST collector and the spans alike (tianshou's nested policies)."""
+    body = (
+        "class Algo:\n    class Policy:\n        def act(self, n):\n            return np.random.rand(n)\n\n"
+        "        if n:\n            def other(self):\n                return np.random.rand(1)\n\n"
+        "    def run(self):\n        return self.Policy().act(3)\n\n\n"
+        "def f():\n    class Local:\n        def m(self):\n            return np.random.rand(2)\n    return Local\n"
+    )
+    scanned = empty_summary("pkg/a.py", "pkg.a", "import numpy as np\n\n\n" + body)
+    collected = check_text("import numpy as np\nimport torch\n\n" + body, "a.py", make_options(Settings()), "a", False).summary
+    for summary in (scanned, collected):
+        assert "Algo.Policy" in summary.classes
+        assert {"Algo.Policy.act", "Algo.Policy.other", "Algo.run"} <= set(summary.functions)
+        assert not summary.functions["<module>"].draws
+        assert summary.functions["Algo.Policy.act"].calls == ["numpy.random.rand"]
+        assert ".Algo.Policy" in summary.functions["Algo.run"].calls
+    # A class defined in a function stays part of that function.
+    assert collected.functions["f"].draws["numpy"][0].line == 20
+    spans = function_spans(ast.parse("import numpy as np\nimport torch\n\n" + body))
+    assert spans["Algo.Policy.act"] == (6, 7)
+    assert spans["Algo.Policy.other"] == (10, 11)
+    assert set(spans) == {"Algo.Policy.act", "Algo.Policy.other", "Algo.run", "f"}
 
 
 def test_summaries_are_plain_picklable_data(tmp_path: Path) -> None:

@@ -648,20 +648,29 @@ def _kind_wanted(only: Optional[Sequence[str]], kind: str) -> bool:
     return any(kind == wanted or kind.startswith(str(wanted) + ".") for wanted in only)
 
 
+_DOC_FILES: Dict[str, Path] = {}
+
+
 def _rule_doc_file(code: str) -> Path:
-    """The rule's documentation as a Markdown file (written once per version)."""
+    """The rule's documentation as a Markdown file (checked once per server process: a
+    development install whose docstring changed under the same version rewrites it)."""
+    found = _DOC_FILES.get(code)
+    if found is not None:
+        return found
     from torchdet_lint.docs import rule_markdown
 
+    text = rule_markdown(all_rules()[code])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     directory = Path(base) / "torchdet-lint" / __version__ / "rules"
     path = directory / f"{code}.md"
-    if not path.exists():
-        try:
+    try:
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
             directory.mkdir(parents=True, exist_ok=True)
-            path.write_text(rule_markdown(all_rules()[code]), encoding="utf-8")
-        except OSError:
-            path = Path(tempfile.gettempdir()) / f"torchdet-lint-{__version__}-{code}.md"
-            path.write_text(rule_markdown(all_rules()[code]), encoding="utf-8")
+            path.write_text(text, encoding="utf-8")
+    except OSError:
+        path = Path(tempfile.gettempdir()) / f"torchdet-lint-{__version__}-{code}.md"
+        path.write_text(text, encoding="utf-8")
+    _DOC_FILES[code] = path
     return path
 
 

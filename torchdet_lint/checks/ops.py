@@ -393,7 +393,10 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     without `dim`, `scatter_reduce(reduce="amax")`, `EmbeddingBag(mode="mean")`,
     `F.pad` with `mode="constant"` and `AdaptiveAvgPool2d(1)` (computed as a
     mean) are not reported; a non-literal argument that could select the
-    raising kernel is reported ("may"). `F.pad(mode="reflect")` maps a
+    raising kernel is reported ("may"). An f-string counts by its literal
+    ends: `scatter_reduce_(..., reduce=f"a{reduce[-3:]}")` can only be a value
+    starting with `a` (`amax`, `amin`), which rules out `prod` (PyG's
+    `scatter`); `f"p{x}"` may still be `prod`. `F.pad(mode="reflect")` maps a
     literal pad of length 2, 4, 6 to the 1-d, 2-d, 3-d kernel, otherwise the
     worst case at that version; convolutions with
     `padding_mode="reflect"` pad the same way.
@@ -403,10 +406,14 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     `torch.no_grad()`, `inference_mode()`, `set_grad_enabled(False)`, in a
     function decorated with them or only ever called from such code, and
     on a tensor visibly without gradient (`torch.from_numpy(...)`,
-    `.detach()`, `torch.tensor(...)` without `requires_grad=True`, a result
-    computed inside a `no_grad` block and used after it: `with
-    torch.no_grad(): feats = model(x)` — a name bound there to a parameter,
-    `w = model.weight`, is the parameter and still counts); a tensor
+    `.detach()`, `torch.tensor(...)` without `requires_grad=True`, the legacy
+    CPU type constructors `torch.FloatTensor(h, w, 3)`, `torch.LongTensor`,
+    `DoubleTensor`, `HalfTensor`, `BFloat16Tensor`, `IntTensor`,
+    `ShortTensor`, `ByteTensor`, `CharTensor`, `BoolTensor`, which build CPU
+    tensors; `torch.cuda.FloatTensor` and its kin build CUDA tensors without
+    gradient; a result computed inside a `no_grad` block and used after it:
+    `with torch.no_grad(): feats = model(x)` — a name bound there to a
+    parameter, `w = model.weight`, is the parameter and still counts); a tensor
     visibly on the CPU rules out CUDA-only kernels, and so does a device
     test around the call: in `if not x.is_cuda:` (or the `else` of
     `if x.is_cuda:`, `if x.is_cpu:`, `if x.device.type == "cpu":`), `x` is

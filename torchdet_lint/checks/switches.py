@@ -31,9 +31,13 @@ def _false_fix(value: cst.BaseExpression, what: str) -> FixBuilder:
 
 
 def cudnn_assignments(rule: Rule, node: cst.Assign) -> List[Tuple[str, cst.BaseExpression]]:
-    """(qualified target, value) for `cudnn.<flag> = value` targets of an assignment."""
+    """(qualified target, value) for `cudnn.<flag> = value` targets of an assignment. Only an
+    attribute target sets the flag: `benchmark = torch.backends.cudnn.benchmark` reads it into a
+    name (the name's binding is the flag's value, which its qualified name would follow)."""
     found = []
     for target in node.targets:
+        if type(target.target) is not cst.Attribute:
+            continue
         name = rule.context.qualified_name(target.target)
         if name in (BENCHMARK, DETERMINISTIC):
             found.append((name, node.value))
@@ -127,7 +131,9 @@ class CudnnBenchmarkEnabled(BranchTracker, Rule):
     Lightning's `Trainer(benchmark=True)` sets the same flag.
 
     A value that is not a literal (`cudnn.benchmark = args.benchmark`) is
-    reported too, as "may enable".
+    reported too, as "may enable". Only an assignment to the flag counts:
+    reading it into a name (`saved = torch.backends.cudnn.benchmark`, to
+    restore it later) sets nothing, here and for TDL304, TDL305 and TDL406.
 
     ## Fix safety
     Setting the flag to `False` is safe: results keep their meaning, the

@@ -73,6 +73,23 @@ class Sized:
     length: int
 
 
+@dataclass(frozen=True)
+class Pattern:
+    """A string known only by its literal ends: `f"a{reduce[-3:]}"` is some string starting
+    with "a" (RULES.md: a literal that rules the condition out means no diagnostic)."""
+
+    prefix: str = ""
+    suffix: str = ""
+
+    def may_be(self, value: Any) -> bool:
+        return (
+            isinstance(value, str)
+            and len(value) >= len(self.prefix) + len(self.suffix)
+            and value.startswith(self.prefix)
+            and value.endswith(self.suffix)
+        )
+
+
 # The value of a parameter a form does not have: the form itself implies it.
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 # The default of a parameter whose default is not a literal (`name=...` in a signature).
@@ -131,6 +148,8 @@ class Condition:
             return Truth.NO
         if isinstance(value, Calls):
             value = NOT_LITERAL
+        if isinstance(value, Pattern):
+            return _pattern_truth(kind, value, self.values)
         if kind == "not-names":
             return Truth.NO if isinstance(value, Symbol) and value.name in self.values else Truth.YES
         if kind == "given":
@@ -154,6 +173,20 @@ class Condition:
         if kind == "length":
             return Truth.YES if isinstance(value, tuple) and len(value) in self.values else Truth.NO
         raise AssertionError(kind)  # pragma: no cover - validated at load
+
+
+def _pattern_truth(kind: str, pattern: Pattern, values: Tuple[Any, ...]) -> Truth:
+    """A condition on a string known by its literal ends: ruled out when no listed value fits them."""
+    fits = any(pattern.may_be(v) for v in values)
+    if kind == "in":
+        return Truth.MAYBE if fits else Truth.NO
+    if kind == "not-in":
+        return Truth.MAYBE if fits else Truth.YES
+    if kind in ("given", "not-names"):
+        return Truth.YES
+    if kind == "calls":
+        return Truth.MAYBE if any(pattern.may_be(v.rsplit(".", 1)[-1]) for v in values) else Truth.NO
+    return Truth.NO  # absent, tensor, length: a string is never None, a tensor or a tuple
 
 
 def evaluate_all(conditions: Iterable[Condition], values: Mapping[str, Any]) -> Truth:

@@ -25,6 +25,7 @@ from torchdet_lint.core.catalog import (
     Catalog,
     Form,
     Operation,
+    Pattern,
     Sized,
     Symbol,
     Truth,
@@ -113,14 +114,19 @@ def _index(catalog: Catalog) -> _Index:
 
 
 def _argument_value(node: cst.BaseExpression, context) -> Any:
-    """An argument's value: a literal, a `Symbol` for a qualified name, a `Sized` sequence
-    (also through a name bound to one in this function), else NOT_LITERAL."""
+    """An argument's value: a literal, a `Symbol` for a qualified name, a `Sized` sequence,
+    a `Pattern` for an f-string with literal ends (also through a name bound to one of these
+    in this function), else NOT_LITERAL."""
     value = literal(node)
     if value is not NOT_LITERAL:
         return value
+    if type(node) is cst.FormattedString:
+        return _pattern(node)
     if isinstance(node, cst.Name):
         values = context.scopes.values(node.value)
         bound = values[0] if len(values) == 1 else None  # bound once: in every branch the same
+        if type(bound) is cst.FormattedString:
+            return _pattern(bound)
         if isinstance(bound, (cst.Tuple, cst.List)):
             node = bound
             value = literal(bound)
@@ -133,6 +139,37 @@ def _argument_value(node: cst.BaseExpression, context) -> Any:
         if qualified and not qualified.startswith("builtins."):
             return Symbol(qualified)
     return value
+
+
+def _pattern(node: cst.FormattedString) -> Any:
+    """`f"a{x}"`: a string starting with "a" (its literal text before the first and after the last
+    replacement field); NOT_LITERAL when neither end is literal."""
+    parts = node.parts
+    raw = "r" in node.prefix.lower()
+
+    def text(part: cst.BaseFormattedStringContent) -> Optional[str]:
+        if type(part) is not cst.FormattedStringText:
+            return None
+        return part.value.replace("{{", "{").replace("}}", "}")
+
+    prefix, suffix = [], []
+    for part in parts:
+        piece = text(part)
+        if piece is None:
+            break
+        prefix.append(piece)
+    for part in reversed(parts):
+        piece = text(part)
+        if piece is None:
+            break
+        suffix.append(piece)
+    head, tail = "".join(prefix), "".join(reversed(suffix))
+    if not raw:  # an escape sequence: keep the plain text before (after) it
+        head = head.split("\\", 1)[0]
+        tail = tail.rsplit("\\", 1)[-1]
+    if len(prefix) == len(parts):  # no replacement field: `f"sum"`
+        return head if "\\" not in "".join(prefix) or raw else NOT_LITERAL
+    return Pattern(head, tail) if head or tail else NOT_LITERAL
 
 
 def _called_names(node: cst.BaseExpression, context) -> Any:

@@ -42,6 +42,12 @@ _FACTORIES = frozenset(
         "zeros_like ones_like empty_like full_like rand_like randn_like randint_like"
     ).split()
 )
+# The legacy type constructors (`torch.FloatTensor(h, w, 3)`): CPU tensors without gradient, as
+# `torch.tensor(...)` without `device=` (they refuse any other device); `torch.cuda.FloatTensor`
+# and its kin build CUDA tensors, without gradient too.
+_LEGACY_KINDS = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Byte", "Char", "Bool")
+_LEGACY_CPU_CONSTRUCTORS = frozenset(f"torch.{kind}Tensor" for kind in _LEGACY_KINDS)
+_LEGACY_CUDA_CONSTRUCTORS = frozenset(f"torch.cuda.{kind}Tensor" for kind in _LEGACY_KINDS)
 _NEUTRAL_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "flatten"})
 # Readers of saved tensors -> (the device argument: keyword, position; whether its default is the
 # CPU). `torch.load` keeps the saved device unless `map_location` says otherwise; safetensors'
@@ -215,7 +221,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         return False
 
     def tensor_state(self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None) -> TensorState:
-        """What a tensor expression visibly is: `torch.from_numpy(...)`, `.numpy()`-derived and
+        """What a tensor expression visibly is: `torch.from_numpy(...)`, `.numpy()`-derived,
+        `torch.FloatTensor(...)` and the other legacy CPU type constructors, and
         `torch.tensor(...)` / `torch.as_tensor(...)` without `device=` or `requires_grad=True` are
         CPU tensors without gradient; `.detach()` drops the gradient, `.cpu()` moves to the CPU,
         `.cuda()` / `.to(...)` move away from it. What `torch.load(..., map_location="cpu")` reads
@@ -246,8 +253,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         if kind is not cst.Call:
             return TensorState()
         qualified = self.resolver.qualified_name(node.func)
-        if qualified == "torch.from_numpy":
+        if qualified == "torch.from_numpy" or qualified in _LEGACY_CPU_CONSTRUCTORS:
             return TensorState(True, True)
+        if qualified in _LEGACY_CUDA_CONSTRUCTORS:
+            return TensorState(True, False)
         if qualified in _LOADERS:
             keyword, position, default_cpu = _LOADERS[qualified]
             location = find_arg(node, keyword, position)

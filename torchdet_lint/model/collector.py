@@ -273,11 +273,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     # -- definitions -------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if self._at_module_level():
-            name = node.name.value
+        outer = self.class_stack[-1] if self.class_stack else None
+        if self._at_module_level() or (len(self.keys) == 1 and outer is not None):
+            # A class of the module, or nested in one's body (`Algo.Policy`): its methods are
+            # functions of their own, run when called, not import-time code.
+            name = f"{outer}.{node.name.value}" if outer else node.name.value
             bases = [t for t in (self._target(arg.value) for arg in node.bases if arg.keyword is None) if t]
             self.summary.classes[name] = ClassSummary(0, bases)
-            self._decorators(node)
+            if outer is None:
+                self._decorators(node)
             self.class_stack.append(name)
         else:
             self.class_stack.append(None)
@@ -288,12 +292,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         name = node.name.value
         if len(self.keys) == 1 and not self.in_main:
-            class_name = self.class_stack[-1] if self.class_stack else None
-            if self.class_stack and class_name is None:
-                # A method of a class nested in a function body: part of the enclosing code.
-                self.keys.append((self.key, None, self.keys[-1][2], self.keys[-1][3]))
-                self.bound_expressions.append({})
-                return
+            class_name = self.class_stack[-1] if self.class_stack else None  # every class here is named
             key = f"{class_name}.{name}" if class_name else name
             if class_name:
                 self.summary.classes[class_name].methods.append(name)
@@ -440,7 +439,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for target in node.targets:
             if type(target.target) is cst.Subscript and type(target.target.value) is cst.Name:
                 self._registering(target.target.value.value, value)
-            name = self.context.qualified_name(target.target)
+            # Only an attribute target sets a flag (`saved = torch.backends.cudnn.benchmark` reads it).
+            name = self.context.qualified_name(target.target) if type(target.target) is cst.Attribute else None
             if name == "torch.backends.cudnn.deterministic" and literal(value) is True:
                 self.function.add_cover("cudnn", self._site("`cudnn.deterministic = True`", "assign"))
             elif name == "torch.backends.cudnn.benchmark":

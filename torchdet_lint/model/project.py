@@ -134,6 +134,8 @@ class Project:
         self._index: Optional[ModuleIndex] = None
         self._entry_points: Optional[List[EntryPoint]] = None
         self._reach: Dict[Node, Reach] = {}
+        self._call_reach: Dict[Node, Reach] = {}
+        self._call_edge_cache: Dict[Node, List[Node]] = {}
         self._edges: Dict[Node, List[Node]] = {}
         self._in_process: Dict[Node, List[Node]] = {}
         self._resolved: Dict[Tuple[str, str], List[Node]] = {}
@@ -335,6 +337,12 @@ class Project:
                     found += self.resolve(display, f"{returned}.{method}", depth + 1)
             return list(dict.fromkeys(found))
         head, _, rest = name.partition(".")
+        if rest and head in summary.classes and "." in name:
+            # A class nested in a class body (`Algo.Policy`, `Algo.Policy.act`): the longest class named.
+            if name in summary.classes:
+                head, rest = name, ""
+            elif owner in summary.classes:
+                head, rest = owner, method
         if head in summary.classes:
             if not rest:
                 constructors = self._constructor(display, head, set())
@@ -422,12 +430,14 @@ class Project:
     def builds_drawing_module(self, display: str, target: str) -> bool:
         """Whether calling `target` builds a first-party class whose construction draws from torch
         (`Net()` with an `nn.Linear` in `__init__`), directly or as what a first-party factory
-        returns (`build_model(cfg)` returning `Net(...)`), without seeding torch itself."""
+        returns (`build_model(cfg)` returning `Net(...)`), without seeding torch itself. What the
+        construction runs counts (the `__init__`s and what they call), not the module-level code
+        of the modules imported on the way: that ran at the import line."""
 
         def draws(file: str, name: str) -> bool:
             if self.class_node(file, name) is None:
                 return False
-            reached = [self.reach(node) for node in self.resolve(file, name)]
+            reached = [self.call_reach(node) for node in self.resolve(file, name)]
             return any("torch" in r.draws and "torch" not in r.covers for r in reached)
 
         if draws(display, target):
@@ -485,14 +495,14 @@ class Project:
         chain = self.base_classes(display, name, set())
         own = chain[0] if chain else (display, name)
         found: List[Node] = []
-        pending = [m for m in methods if (m[0], m[1].partition(".")[0]) != own]
+        pending = [m for m in methods if (m[0], m[1].rpartition(".")[0]) != own]
         seen = set(pending)
         while pending and len(seen) < MAX_OVERRIDE_STEPS:
             file, key = pending.pop()
-            owner = key.partition(".")[0]
+            owner = key.rpartition(".")[0]
             function = self.summaries[file].functions.get(key)
             for call in function.calls if function is not None else ():
-                if not call.startswith(f".{owner}.") or call.count(".") != 2:
+                if not call.startswith(f".{owner}.") or "." in call[len(owner) + 2 :]:
                     continue  # not `self.x()` (or `Owner.x()`) inside the base class
                 method = call.rpartition(".")[2]
                 nearest = self._method(display, name, method, set())
@@ -501,7 +511,7 @@ class Project:
                 seen.add(nearest)
                 if nearest != self._method(file, owner, method, set()):
                     found.append(nearest)
-                if (nearest[0], nearest[1].partition(".")[0]) != own:
+                if (nearest[0], nearest[1].rpartition(".")[0]) != own:
                     pending.append(nearest)  # another base method: its `self.` calls go to `name` too
         return found
 
@@ -571,8 +581,21 @@ class Project:
     # -- reach: strongly connected components, successors first -------------------------------
     def reach(self, node: Node) -> Reach:
         if node not in self._reach:
-            self._compute(node)
+            self._compute(node, self.edges, self._reach)
         return self._reach[node]
+
+    def call_reach(self, node: Node) -> Reach:
+        """What running `node` itself does: the functions it calls, without the module-level code
+        of the modules imported on the way (that ran at their import, not in this call)."""
+        if node not in self._call_reach:
+            self._compute(node, self._call_edges, self._call_reach)
+        return self._call_reach[node]
+
+    def _call_edges(self, node: Node) -> List[Node]:
+        found = self._call_edge_cache.get(node)
+        if found is None:
+            found = self._call_edge_cache[node] = [successor for successor in self.edges(node) if successor[1] != MODULE_KEY]
+        return found
 
     def _own(self, node: Node) -> Reach:
         display, key = node
@@ -591,8 +614,9 @@ class Project:
         own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(display, spawn)]
         return own
 
-    def _compute(self, start: Node) -> None:
-        """Iterative Tarjan: every node reachable from `start` gets the union of what it reaches."""
+    def _compute(self, start: Node, edges, store: Dict[Node, Reach]) -> None:
+        """Iterative Tarjan: every node reachable from `start` through `edges` gets (in `store`)
+        the union of what it reaches."""
         index: Dict[Node, int] = {}
         low: Dict[Node, int] = {}
         stack: List[Node] = []
@@ -606,12 +630,12 @@ class Project:
                 counter += 1
                 stack.append(node)
                 on_stack.add(node)
-            successors = self.edges(node)
+            successors = edges(node)
             recursed = False
             while position < len(successors):
                 successor = successors[position]
                 position += 1
-                if successor in self._reach:
+                if successor in store:
                     continue
                 if successor not in index:
                     work.append((node, position))
@@ -635,11 +659,11 @@ class Project:
                 for member in sorted(component):
                     combined.merge(self._own(member))
                 for member in component:
-                    for successor in self.edges(member):
+                    for successor in edges(member):
                         if successor not in members:
-                            combined.merge(self._reach[successor])
+                            combined.merge(store[successor])
                 for member in component:
-                    self._reach[member] = combined
+                    store[member] = combined
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])

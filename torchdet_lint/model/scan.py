@@ -246,19 +246,22 @@ class _AstScanner:
             for child in statement.body:
                 self._walk_calls(child, inner, class_name)
             return
-        if isinstance(statement, ast.ClassDef) and class_name is None:
-            summary.classes[statement.name] = ClassSummary(
+        if isinstance(statement, ast.ClassDef):
+            # A class of the module, or nested in one's body (`Algo.Policy`, methods `Algo.Policy.act`).
+            name = f"{class_name}.{statement.name}" if class_name else statement.name
+            summary.classes[name] = ClassSummary(
                 statement.lineno, [t for t in (self._target(b, None) for b in statement.bases) if t]
             )
-            self._decorators(statement)
-            attributes = self.attributes[statement.name] = {}
+            if class_name is None:
+                self._decorators(statement)
+            attributes = self.attributes[name] = {}
             for child in ast.walk(statement):
                 if isinstance(child, ast.Assign):
                     for target in child.targets:
                         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                             attributes.setdefault(target.attr, []).append(child.value)
             for child in statement.body:
-                self._statement(child, MODULE_KEY, statement.name)
+                self._statement(child, MODULE_KEY, name)
             return
         if class_name is None and _is_main_guard(statement):
             summary.main_guard_line = statement.lineno
@@ -279,6 +282,11 @@ class _AstScanner:
                     for child in handler.body:
                         self._statement(child, key, None)
                 return
+        elif isinstance(statement, (ast.If, ast.Try, ast.With)) and any(isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for c in _child_statements(statement)):
+            # `if X: def method(self)` in a class body: still a method (as the collector has it).
+            for child in _child_statements(statement):
+                self._statement(child, key, class_name)
+            return
         self._walk_calls(statement, key, class_name)
 
     def _decorators(self, definition: ast.AST) -> None:
@@ -458,39 +466,37 @@ def _is_main_guard(statement: ast.stmt) -> bool:
 
 def function_spans(tree: ast.Module) -> Dict[str, Tuple[int, int]]:
     """(first line, last line) of every function key of the file, named as the summary
-    collector names them: `f`, `Class.method`, `<main>` for the main block, `outer.<locals>.inner`
-    for a nested function. Code outside them is the module's (`<module>`); so are the
-    methods of nested classes, and a class defined in a function belongs to that function."""
+    collector names them: `f`, `Class.method`, `Outer.Inner.method` for a class nested in a
+    class body, `<main>` for the main block, `outer.<locals>.inner` for a nested function.
+    Code outside them is the module's (`<module>`); a class defined in a function belongs to
+    that function."""
     spans: Dict[str, Tuple[int, int]] = {}
 
     def span(node: ast.AST) -> Tuple[int, int]:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         return first, node.end_lineno or node.lineno
 
-    def walk(statements: Sequence[ast.stmt], key: Optional[str], in_nested_class: bool = False) -> None:
+    def walk(statements: Sequence[ast.stmt], key: Optional[str], class_name: Optional[str] = None, in_local_class: bool = False) -> None:
         for statement in statements:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = key
-                if not in_nested_class:
+                if class_name is not None:
+                    inner = f"{class_name}.{statement.name}"
+                    spans[inner] = span(statement)
+                elif not in_local_class:
                     inner = statement.name if key is None else f"{key}.<locals>.{statement.name}"
                     spans[inner] = span(statement)
                 walk(statement.body, inner)
             elif isinstance(statement, ast.ClassDef):
-                if key is None and not in_nested_class:
-                    for member in statement.body:
-                        if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                            method = f"{statement.name}.{member.name}"
-                            spans[method] = span(member)
-                            walk(member.body, method)
-                        else:
-                            walk([member], None, in_nested_class=isinstance(member, ast.ClassDef))
+                if key is None and not in_local_class:
+                    walk(statement.body, None, f"{class_name}.{statement.name}" if class_name else statement.name)
                 else:
-                    walk(statement.body, key, in_nested_class=True)
-            elif key is None and _is_main_guard(statement):
+                    walk(statement.body, key, in_local_class=True)
+            elif key is None and class_name is None and _is_main_guard(statement):
                 spans[MAIN_KEY] = span(statement)
                 walk(statement.body, MAIN_KEY)
             else:
-                walk(_child_statements(statement), key, in_nested_class)
+                walk(_child_statements(statement), key, class_name, in_local_class)
 
     walk(tree.body, None)
     return spans

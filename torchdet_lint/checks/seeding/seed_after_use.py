@@ -69,7 +69,12 @@ class SeedAfterRngUse(Rule):
     defined in the same file, imported from another module of the project
     (the project phase checks that its construction reaches a torch draw
     and does not seed first), or returned by a first-party factory
-    (`model = build_model(cfg)` whose `return` builds such a class).
+    (`model = build_model(cfg)` whose `return` builds such a class). What
+    the construction runs counts (the `__init__`s and the functions they
+    call), not the module-level code of the modules imported on the way: a
+    draw there ran at the import line, so building a class of that module
+    (`Data()` next to a module that probes CUDA with `torch.randn` at
+    import) draws nothing.
 
     ## Options
     `seed-functions` (their calls are seeding calls too).
