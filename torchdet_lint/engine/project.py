@@ -119,8 +119,7 @@ def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic
         return diagnostic
     for target, spelling, line in candidates:
         if project.builds_drawing_module(diagnostic.path, target):
-            notebook = getattr(project.sources.get(diagnostic.path), "notebook", None)
-            where = notebook.line_label(line) if notebook is not None else f"line {line}"
+            where = line if isinstance(line, str) else f"line {line}"  # a notebook's cell line, placed already
             diagnostic.message = diagnostic.message.replace(DRAW_PLACEHOLDER, f"`{spelling}(...)` ({where})")
             return diagnostic
     return None
