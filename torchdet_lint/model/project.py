@@ -141,7 +141,7 @@ class Project:
         self._resolved: Dict[Tuple[str, str], List[Node]] = {}
         self._helpers: Optional[List[Tuple[Node, Reach]]] = None
         self._spawned: Optional[List[EntryPoint]] = None
-        self._spawn_start: Optional[Set[str]] = None
+        self._spawn_start: Optional[Tuple[Set[str], Set[Node]]] = None
         self._registered: Optional[Dict[Tuple[str, str], List[Node]]] = None
         self._imported: Optional[Set[str]] = None
 
@@ -196,26 +196,27 @@ class Project:
         return entries
 
     # -- process boundaries ----------------------------------------------------------------------
-    def sets_spawn_start(self, display: str) -> bool:
+    def sets_spawn_start(self, node: Node) -> bool:
         """Whether `set_start_method("spawn"|"forkserver")` applies to the default-context
-        `Process`es and `Pool`s of a file: the file calls it, or an entry point that reaches the
-        file also reaches the call (the start method is global to the process: a script sets it
-        once, in its main block, for the library code it runs). Elsewhere they are taken for
-        forks, Linux's default."""
+        `Process`es and `Pool`s that a function starts: its file calls it, or an entry point that
+        reaches the function also reaches the call (the start method is global to the process: a
+        script sets it once, in its main block, for the library code it runs). Elsewhere they are
+        taken for forks, Linux's default."""
         if self._spawn_start is None:
             self._spawn_start = self._find_spawn_start()
-        return display in self._spawn_start
+        files, nodes = self._spawn_start
+        return node[0] in files or node in nodes
 
-    def _find_spawn_start(self) -> Set[str]:
+    def _find_spawn_start(self) -> Tuple[Set[str], Set[Node]]:
         setters = {path for path, summary in self.summaries.items() if any("spawn-start" in f.covers for f in summary.functions.values())}
         if not setters or not any(spawn.method != SPAWN for s in self.summaries.values() for f in s.functions.values() for spawn in f.spawns):
-            return setters
-        marked = set(setters)
+            return setters, set()
+        marked: Set[Node] = set()
         for entry in self.entry_points:
             nodes = self._reached_in_process(self.entry_starts(entry))
             if any("spawn-start" in self.summaries[file].functions[key].covers for file, key in nodes if key in self.summaries[file].functions):
-                marked.update(file for file, _ in nodes)
-        return marked
+                marked |= nodes  # the functions this run calls, not every function of the files it imports
+        return setters, marked
 
     def _reached_in_process(self, starts: List[Node]) -> Set[Node]:
         """What `starts` reach through calls and imports, without following any process start
@@ -229,8 +230,9 @@ class Project:
                     pending.append(successor)
         return seen
 
-    def is_boundary(self, display: str, spawn: Spawn) -> bool:
-        return spawn.method == SPAWN or self.sets_spawn_start(display)
+    def is_boundary(self, node: Node, spawn: Spawn) -> bool:
+        """Whether a process start in the function `node` starts a fresh interpreter."""
+        return spawn.method == SPAWN or self.sets_spawn_start(node)
 
     @property
     def spawned_entry_points(self) -> List[EntryPoint]:
@@ -540,7 +542,7 @@ class Project:
         # A function started in a new process is not part of this process (a spawned entry
         # point), unless the start method is the default one and nothing sets it to "spawn".
         for spawn in function.spawns if function is not None else ():
-            if not self.is_boundary(display, spawn):
+            if not self.is_boundary(node, spawn):
                 started = self.resolve(display, spawn.target)
                 targets.extend(started)
                 targets.extend(self._passed_functions(display, spawn, tuple(started)))
@@ -611,7 +613,7 @@ class Project:
         own.ops = [Located(display, s) for s in function.ops]
         own.raising = {profile: [Located(display, s) for s in sites] for profile, sites in function.raising.items()}
         own.loading = [Located(display, s) for s in function.loading]
-        own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(display, spawn)]
+        own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(node, spawn)]
         return own
 
     def _compute(self, start: Node, edges, store: Dict[Node, Reach]) -> None:

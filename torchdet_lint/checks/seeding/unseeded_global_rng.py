@@ -242,9 +242,9 @@ class UnseededTorch(_UnseededGlobalRng):
     `functools.partial` is not built by it. A third-party launcher that starts
     processes out of sight (detectron2's `launch(main, ...)`) is taken for a
     call in the same process. A start method set by code the entry point
-    reaches counts for every file that entry point reaches (the script's
-    `set_start_method("spawn")` covers the library that starts the
-    processes); a file that no such entry point reaches keeps Linux's
+    reaches counts for every function that entry point calls (the script's
+    `set_start_method("spawn")` covers the library function that starts the
+    processes); a function no such entry point calls keeps Linux's
     default, fork. The fix for a spawned function is offered only when the
     function is defined in the file of the call that starts it (a fix edits
     one file). For a file
