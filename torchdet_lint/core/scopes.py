@@ -48,7 +48,13 @@ _FACTORIES = frozenset(
 _LEGACY_KINDS = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Byte", "Char", "Bool")
 _LEGACY_CPU_CONSTRUCTORS = frozenset(f"torch.{kind}Tensor" for kind in _LEGACY_KINDS)
 _LEGACY_CUDA_CONSTRUCTORS = frozenset(f"torch.cuda.{kind}Tensor" for kind in _LEGACY_KINDS)
-_NEUTRAL_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "flatten"})
+_NEUTRAL_METHODS = frozenset(
+    {
+        "float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape",
+        "squeeze", "unsqueeze", "permute", "transpose", "flatten", "unflatten", "movedim", "moveaxis", "expand",
+        "repeat", "narrow", "view_as", "reshape_as", "expand_as", "chunk", "split",
+    }
+)
 # Readers of saved tensors -> (the device argument: keyword, position; whether its default is the
 # CPU). `torch.load` keeps the saved device unless `map_location` says otherwise; safetensors'
 # `load_file` loads on the CPU unless `device=` says otherwise.
@@ -75,6 +81,7 @@ class _Frame:
     grad_off: bool = False
     class_index: Optional[int] = None  # a method: the index of its class in `ScopeTracker.classes`
     counters: Set[str] = field(default_factory=set)  # loop targets that count: `for i in range(...)`, enumerate's index
+    no_grad_parts: Set[Tuple[str, int]] = field(default_factory=set)  # (name, binding) of tuple parts computed without grad
 
 
 _EMPTY_INIT_CONTEXTS = frozenset(
@@ -241,6 +248,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             values = self.values(node.value)
             if before is not None and node.value in before:
                 values = values[: before[node.value]]
+            if values and values[-1] is None and (node.value, len(values) - 1) in self._function.no_grad_parts:
+                return TensorState(True, False)
             if not values or values[-1] is None:
                 return TensorState()
             # The value's own mentions of the name are its earlier bindings (`x = x.float()`).
@@ -343,6 +352,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._bind_target(element.value, None)
+                if type(element.value) is cst.Name and type(value) in _COMPUTED and self.grad_disabled:
+                    # `cls_tokens, patch_tokens = model.tokens(x)` under `no_grad()`: computed there.
+                    frame = self.frames[-1]
+                    frame.no_grad_parts.add((element.value.value, len(frame.names[element.value.value]) - 1))
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
