@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.model.facts import config_helpers, entry_configured
@@ -221,14 +221,7 @@ class Project:
     def _reached_in_process(self, starts: List[Node]) -> Set[Node]:
         """What `starts` reach through calls and imports, without following any process start
         (whether those are boundaries is what the caller is finding out)."""
-        seen: Set[Node] = set(starts)
-        pending = list(starts)
-        while pending:
-            for successor in self._calls_and_imports(pending.pop()):
-                if successor not in seen:
-                    seen.add(successor)
-                    pending.append(successor)
-        return seen
+        return _closure(starts, self._calls_and_imports)
 
     def is_boundary(self, node: Node, spawn: Spawn) -> bool:
         """Whether a process start in the function `node` starts a fresh interpreter."""
@@ -714,14 +707,7 @@ class Project:
 
     def reached_nodes(self, entry: EntryPoint) -> Set[Node]:
         """Every function (file, key) whose code an entry point runs."""
-        seen: Set[Node] = set(self.entry_starts(entry))
-        pending = list(seen)
-        while pending:
-            for successor in self.edges(pending.pop()):
-                if successor not in seen:
-                    seen.add(successor)
-                    pending.append(successor)
-        return seen
+        return _closure(self.entry_starts(entry), self.edges)
 
     def node_at(self, display: str, line: int) -> Node:
         """The function of a file that holds a line (its innermost span; else the module's code)."""
@@ -826,6 +812,18 @@ class Project:
         if notebook is not None:
             diagnostic = notebook.place(diagnostic)
         return diagnostic
+
+
+def _closure(starts: Iterable[Node], successors: Callable[[Node], List[Node]]) -> Set[Node]:
+    """`starts` and every node reachable from them through `successors`."""
+    seen: Set[Node] = set(starts)
+    pending = list(seen)
+    while pending:
+        for successor in successors(pending.pop()):
+            if successor not in seen:
+                seen.add(successor)
+                pending.append(successor)
+    return seen
 
 
 def _is_test_file(display: str) -> bool:
