@@ -191,6 +191,9 @@ def bench_tree(tree: Path, cores: int, torchfix_jobs: Sequence[int], named: Opti
     try:
         report = {"tree": str(tree)}
         tree = copy_sources(tree, work)
+        # A marker makes the scratch directory the project root, where the cache lives (with no
+        # marker the root would be the named tree itself, and "cold" runs would find its cache).
+        (work / "pyproject.toml").write_text("", encoding="utf-8")
         cache = work / ".torchdet_lint_cache"
         measured = []
         for _ in range(pairs):
