@@ -211,11 +211,23 @@ class Project:
         setters = {path for path, summary in self.summaries.items() if any("spawn-start" in f.covers for f in summary.functions.values())}
         if not setters or not any(spawn.method != SPAWN for s in self.summaries.values() for f in s.functions.values() for spawn in f.spawns):
             return setters, set()
+        # Which runs reach a setter: backwards from the setters over the in-process edges of
+        # everything the entry points reach (one walk for all, not one per entry point: the torch
+        # tree has hundreds of scripts and two setters).
+        everything = _closure([start for entry in self.entry_points for start in self.entry_starts(entry)], self._calls_and_imports)
+        callers: Dict[Node, List[Node]] = {}
+        for node in everything:
+            for successor in self._calls_and_imports(node):
+                callers.setdefault(successor, []).append(node)
+        setter_nodes = [
+            (file, key) for file, key in everything if file in setters and "spawn-start" in getattr(self.summaries[file].functions.get(key), "covers", ())
+        ]
+        reaching = _closure(setter_nodes, lambda node: callers.get(node, []))
         marked: Set[Node] = set()
         for entry in self.entry_points:
-            nodes = self._reached_in_process(self.entry_starts(entry))
-            if any("spawn-start" in self.summaries[file].functions[key].covers for file, key in nodes if key in self.summaries[file].functions):
-                marked |= nodes  # the functions this run calls, not every function of the files it imports
+            starts = self.entry_starts(entry)
+            if any(start in reaching for start in starts):
+                marked |= self._reached_in_process(starts)  # the functions this run calls, not every function of the files it imports
         return setters, marked
 
     def _reached_in_process(self, starts: List[Node]) -> Set[Node]:
