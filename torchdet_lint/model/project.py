@@ -280,7 +280,13 @@ class Project:
 
     @property
     def reported_runs(self) -> List[EntryPoint]:
-        """The runs whose diagnostics are shown (a spawned one's are at the call that starts it)."""
+        """The runs whose diagnostics are shown (a spawned one's are at the call that starts it).
+        A named file that starts no process shows no spawned run: finding them would compute the
+        reach of every entry point of the project (2 s of a pre-commit run in the torch tree)."""
+        if self.reported is not None and not any(
+            function.spawns for display in self.reported if display in self.summaries for function in self.summaries[display].functions.values()
+        ):
+            return [entry for entry in self.entry_points if self.is_reported(entry.path)]
         return [entry for entry in self.runs if self.is_reported(entry.path)]
 
     def parent_only(self, entry: EntryPoint, kind: str) -> Optional[Located]:
