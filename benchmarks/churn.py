@@ -116,8 +116,10 @@ def main(argv: List[str]) -> int:
     if options.json:
         print(json.dumps({"trees": rows, "total": total}, indent=2))
     else:
-        print(f"{'total':45} fixed files {total['fixed_files']:4}  parsing {total['parsing']:4}  "
-              f"hunks {total['hunks']:4}  -{total['removed']:<5} +{total['added']:<5} churn {total['churn']}")
+        print(
+            f"{'total':45} fixed files {total['fixed_files']:4}  parsing {total['parsing']:4}  "
+            f"hunks {total['hunks']:4}  -{total['removed']:<5} +{total['added']:<5} churn {total['churn']}"
+        )
     return 1 if total["churn"] or total["parsing"] != total["fixed_files"] else 0
 
 

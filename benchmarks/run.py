@@ -131,22 +131,60 @@ def ensure_torchfix() -> Path:
 
 
 def lint_command(tree: Path, jobs: int, extra=()) -> list:
-    return [sys.executable, "-m", "torchdet_lint", str(tree), "--select", "ALL", "--exit-zero", "--quiet",
-            "--output-format", "concise", "--jobs", str(jobs), "--verbose", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "torchdet_lint",
+        str(tree),
+        "--select",
+        "ALL",
+        "--exit-zero",
+        "--quiet",
+        "--output-format",
+        "concise",
+        "--jobs",
+        str(jobs),
+        "--verbose",
+        *extra,
+    ]
 
 
 def default_check_command(tree: Path, jobs: int) -> list:
-    return [sys.executable, "-m", "torchdet_lint", "check", str(tree), "--exit-zero", "--quiet", "--output-format", "concise", "--jobs", str(jobs)]
+    return [
+        sys.executable,
+        "-m",
+        "torchdet_lint",
+        "check",
+        str(tree),
+        "--exit-zero",
+        "--quiet",
+        "--output-format",
+        "concise",
+        "--jobs",
+        str(jobs),
+    ]
 
 
 def report_command(tree: Path, jobs: int) -> list:
-    return [sys.executable, "-m", "torchdet_lint", "report", str(tree), "--exit-zero", "--quiet", "--output-format", "json", "--jobs", str(jobs)]
+    return [
+        sys.executable,
+        "-m",
+        "torchdet_lint",
+        "report",
+        str(tree),
+        "--exit-zero",
+        "--quiet",
+        "--output-format",
+        "json",
+        "--jobs",
+        str(jobs),
+    ]
 
 
 def phases(stderr: str) -> dict:
     for line in stderr.splitlines():
         if line.startswith("timings: "):
-            return json.loads(line[len("timings: "):])
+            return json.loads(line[len("timings: ") :])
     return {}
 
 
@@ -207,11 +245,15 @@ def bench_tree(tree: Path, cores: int, torchfix_jobs: Sequence[int], named: Opti
         measured.sort(key=ratio)
         bare, result = measured[(len(measured) - 1) // 2]
         report["bare_parse"] = {**json.loads(bare["stdout"]), "peak_mb": bare["peak_mb"], "wall": bare["wall"]}
-        report["cold_1_job"] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")} | {"phases": phases(result["stderr"])}
+        report["cold_1_job"] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")} | {
+            "phases": phases(result["stderr"])
+        }
         report["cold_1_job_ratios"] = [ratio(pair) for pair in measured]
         shutil.rmtree(cache, ignore_errors=True)
         result = measure(lint_command(tree, cores), cwd=work)
-        report[f"cold_{cores}_jobs"] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")} | {"phases": phases(result["stderr"])}
+        report[f"cold_{cores}_jobs"] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")} | {
+            "phases": phases(result["stderr"])
+        }
         result = measure(lint_command(tree, cores), cwd=work)
         report["warm"] = {k: result[k] for k in ("wall", "cpu", "peak_mb", "returncode")} | {"phases": phases(result["stderr"])}
         # The report against check with the default selection (which contains every code the
@@ -226,7 +268,10 @@ def bench_tree(tree: Path, cores: int, torchfix_jobs: Sequence[int], named: Opti
                 if state == "cold":
                     shutil.rmtree(cache, ignore_errors=True)
                 report_walls.append(measure(report_command(tree, cores), cwd=work)["wall"])
-            report[f"report_{state}"] = {"check_wall": statistics.median(check_walls), "report_wall": statistics.median(report_walls)}
+            report[f"report_{state}"] = {
+                "check_wall": statistics.median(check_walls),
+                "report_wall": statistics.median(report_walls),
+            }
         if named and (tree / named).is_file():
             # The rule selection of the warm run: its results and summaries are in the cache.
             command = [console_script(), str(tree / named), "--select", "ALL", "--exit-zero", "--quiet"]
@@ -265,14 +310,22 @@ def print_report(report: dict, cores: int) -> None:
     bare = report["bare_parse"]
     cold1, coldn, warm = report["cold_1_job"], report[f"cold_{cores}_jobs"], report["warm"]
     print(f"\n== {report['tree']}")
-    print(f"files parsed {bare['parsed']}, skipped by the pre-filter {bare['skipped']}, unparsable {bare['failed']}, {bare['lines']} lines parsed")
+    print(
+        f"files parsed {bare['parsed']}, skipped by the pre-filter {bare['skipped']}, unparsable {bare['failed']}, {bare['lines']} lines parsed"
+    )
     print(f"bare LibCST parse        cpu {bare['cpu']:8.2f} s   peak {bare['peak_mb']:7.0f} MB")
-    print(f"torchdet-lint cold -j1   cpu {cold1['cpu']:8.2f} s   wall {cold1['wall']:7.2f} s   peak {cold1['peak_mb']:7.0f} MB   phases {cold1['phases']}")
-    print(f"torchdet-lint cold -j{cores}   cpu {coldn['cpu']:8.2f} s   wall {coldn['wall']:7.2f} s   peak {coldn['peak_mb']:7.0f} MB")
+    print(
+        f"torchdet-lint cold -j1   cpu {cold1['cpu']:8.2f} s   wall {cold1['wall']:7.2f} s   peak {cold1['peak_mb']:7.0f} MB   phases {cold1['phases']}"
+    )
+    print(
+        f"torchdet-lint cold -j{cores}   cpu {coldn['cpu']:8.2f} s   wall {coldn['wall']:7.2f} s   peak {coldn['peak_mb']:7.0f} MB"
+    )
     print(f"torchdet-lint warm -j{cores}   cpu {warm['cpu']:8.2f} s   wall {warm['wall']:7.2f} s   phases {warm['phases']}")
     print(f"  cold -j1 / bare parse (CPU):        {cold1['cpu'] / max(bare['cpu'], 1e-9):6.2f}x   (target <= 1.3)")
     if len(report.get("cold_1_job_ratios", ())) > 1:
-        print(f"    (median of {len(report['cold_1_job_ratios'])} pairs: {', '.join(f'{r:.2f}x' for r in report['cold_1_job_ratios'])})")
+        print(
+            f"    (median of {len(report['cold_1_job_ratios'])} pairs: {', '.join(f'{r:.2f}x' for r in report['cold_1_job_ratios'])})"
+        )
     print(f"  parallel speed-up (wall, -j1/-j{cores}):  {cold1['wall'] / max(coldn['wall'], 1e-9):6.2f}x   (target >= 1.7)")
     print(f"  warm / cold -j{cores} (wall):             {warm['wall'] / max(coldn['wall'], 1e-9):6.1%}   (target <= 10%)")
     print(f"  peak memory / bare parse:           {cold1['peak_mb'] / max(bare['peak_mb'], 1e-9):6.2f}x   (target <= 1.2)")
@@ -288,14 +341,20 @@ def print_report(report: dict, cores: int) -> None:
     for key in sorted(k for k in report if k.startswith("torchfix_")):
         jobs = int(key.split("_")[1])
         torchfix = report[key]
-        print(f"TorchFix -j{jobs}             cpu {torchfix['cpu']:8.2f} s   wall {torchfix['wall']:7.2f} s   peak {torchfix['peak_mb']:7.0f} MB")
+        print(
+            f"TorchFix -j{jobs}             cpu {torchfix['cpu']:8.2f} s   wall {torchfix['wall']:7.2f} s   peak {torchfix['peak_mb']:7.0f} MB"
+        )
         if jobs in ours:
-            print(f"  TorchFix / torchdet-lint, -j{jobs} (wall):  {torchfix['wall'] / max(ours[jobs]['wall'], 1e-9):6.1f}x   (target >= 5)")
+            print(
+                f"  TorchFix / torchdet-lint, -j{jobs} (wall):  {torchfix['wall'] / max(ours[jobs]['wall'], 1e-9):6.1f}x   (target >= 5)"
+            )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tree", action="append", type=Path, help="a tree to measure (default: the installed torch and examples/)")
+    parser.add_argument(
+        "--tree", action="append", type=Path, help="a tree to measure (default: the installed torch and examples/)"
+    )
     parser.add_argument("--no-torchfix", action="store_true", help="skip the TorchFix comparison")
     parser.add_argument(
         "--torchfix-jobs",
@@ -305,7 +364,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the raw numbers here")
     parser.add_argument("--named", default="nn/functional.py", help="the file named inside each warm tree (relative to it)")
     parser.add_argument(
-        "--pairs", type=int, default=1, help="alternate the bare parse and the cold one-job lint this many times, keep the median ratio"
+        "--pairs",
+        type=int,
+        default=1,
+        help="alternate the bare parse and the cold one-job lint this many times, keep the median ratio",
     )
     parser.add_argument("--startup-only", action="store_true", help="only the one-file run against the LibCST import")
     args = parser.parse_args()
@@ -320,9 +382,13 @@ def main() -> int:
     # Interleaved in one run, so both see the same machine load.
     floor = libcst_import()
     small = one_file(ROOT / "examples", "train.py")
-    print(f"\n== one small file end to end: {small['file']}: median {small['median_wall']:.3f} s, best {small['best_wall']:.3f} s")
+    print(
+        f"\n== one small file end to end: {small['file']}: median {small['median_wall']:.3f} s, best {small['best_wall']:.3f} s"
+    )
     uncached = small["no_cache"]
-    print(f"== the same file with --no-cache (parsed and analysed): median {uncached['median_wall']:.3f} s, best {uncached['best_wall']:.3f} s")
+    print(
+        f"== the same file with --no-cache (parsed and analysed): median {uncached['median_wall']:.3f} s, best {uncached['best_wall']:.3f} s"
+    )
     print(
         f"== python -c 'import libcst': median {floor['median_wall']:.3f} s, best {floor['best_wall']:.3f} s: "
         f"one file --no-cache / LibCST import {uncached['median_wall'] / max(floor['median_wall'], 1e-9):.2f}x (target <= 1.4), "

@@ -29,7 +29,9 @@ def update_fixtures(request) -> bool:
     return request.config.getoption("--update-fixtures")
 
 
-def run_cli(*args: str, cwd: Optional[Path] = None, input: Optional[bytes] = None, env: Optional[dict] = None, timeout: int = 120):
+def run_cli(
+    *args: str, cwd: Optional[Path] = None, input: Optional[bytes] = None, env: Optional[dict] = None, timeout: int = 120
+):
     """The real command line, in a subprocess: (exit code, stdout, stderr)."""
     full_env = dict(os.environ)
     full_env.pop("FORCE_COLOR", None)

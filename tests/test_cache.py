@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 import torchdet_lint.engine.cache as cache_module
-from conftest import run_cli
 from torchdet_lint.testing import settings_from
 
 HELPER_SEEDING = "import torch\n\n\ndef seed_all(seed=0):\n    torch.manual_seed(seed)\n"
@@ -22,7 +22,7 @@ TRAIN = (
 def _run(project: Path, *args: str):
     code, out, err = run_cli(".", "--output-format", "json", "--verbose", *args, cwd=project)
     assert code in (0, 1), err
-    timings = json.loads(next(line for line in err.splitlines() if line.startswith("timings: "))[len("timings: "):])
+    timings = json.loads(next(line for line in err.splitlines() if line.startswith("timings: "))[len("timings: ") :])
     return {(d["path"], d["code"]) for d in json.loads(out)}, timings
 
 
@@ -68,7 +68,8 @@ def test_catalog_change_invalidates_everything(project: Path, monkeypatch) -> No
 
     def run() -> int:
         from torchdet_lint.engine.discovery import discover
-        from torchdet_lint.engine.runner import first_party_names, make_options, run as run_files
+        from torchdet_lint.engine.runner import first_party_names, make_options
+        from torchdet_lint.engine.runner import run as run_files
 
         files, _ = discover([str(project)], project, cwd=project)
         result = run_files(files, make_options(settings, first_party_names(files)), use_cache=True)

@@ -11,8 +11,8 @@ from typing import Dict, List, Set, Tuple
 
 import libcst as cst
 import pytest
-
 from conftest import FIXTURES
+
 from torchdet_lint.core.catalog import (
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
@@ -30,9 +30,9 @@ from torchdet_lint.core.catalog import (
     newest_version,
     rules_directory,
 )
+from torchdet_lint.core.context import FileContext
 from torchdet_lint.core.operations import match_operations, match_third_party
 from torchdet_lint.engine.config import Settings
-from torchdet_lint.core.context import FileContext
 from torchdet_lint.testing import lint_sources
 
 MINIMAL_OP = """
@@ -90,12 +90,15 @@ def test_a_minimal_entry_loads(tmp_path: Path) -> None:
     "change, message",
     [
         (('device = "CUDA"', 'device = "CUDA"\ncolour = "red"'), "unknown key `colour`"),
-        (('signature = ', 'typo = 1\nsignature = '), "unknown key `typo` in a form"),
+        (("signature = ", "typo = 1\nsignature = "), "unknown key `typo` in a form"),
         (('"2.3" = "raises"', '"2.3" = "explodes"'), "unknown status 'explodes'"),
         (('"2.3" = "raises"', '"2.x" = "raises"'), "not a version"),
         (('{ not-in = ["safe"] }', '{ unlike = ["safe"] }'), "unknown condition `unlike`"),
-        (('when = { mode', 'when = { colour'), "condition on `colour`"),
-        (('signature = ["input", "dim", "mode=\'fast\'"]', 'signature = ["input", "dim", "mode=fast()"]'), "not a Python literal"),
+        (("when = { mode", "when = { colour"), "condition on `colour`"),
+        (
+            ('signature = ["input", "dim", "mode=\'fast\'"]', 'signature = ["input", "dim", "mode=fast()"]'),
+            "not a Python literal",
+        ),
         (('signature = ["input", "dim", "mode=\'fast\'"]\n', ""), "needs a `signature`"),
         (('source = "a test"', 'source = "a test"\nreport = false'), "needs `not-reported-because`"),
         (('id = "frobnicate"', 'id = "frobnicate"\nlibrary = "frob"'), "belong to third-party"),
@@ -180,7 +183,11 @@ def test_library_tables_are_validated(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match=r"unknown key `colour` in \[library.frob\]"):
         _load(tmp_path, THIRD_PARTY_LIBRARY.replace('checked-through = "1.4"', 'colour = "red"'), name="frob.toml")
     with pytest.raises(CatalogError, match="library.frob.checked-through"):
-        _load(_fresh(tmp_path, "b"), THIRD_PARTY_LIBRARY.replace('checked-through = "1.4"', 'checked-through = "one"'), name="frob.toml")
+        _load(
+            _fresh(tmp_path, "b"),
+            THIRD_PARTY_LIBRARY.replace('checked-through = "1.4"', 'checked-through = "one"'),
+            name="frob.toml",
+        )
 
 
 def test_other_data_files_in_rules_are_ignored(tmp_path: Path) -> None:
@@ -254,7 +261,9 @@ class _Recorder(cst.BatchableCSTVisitor):
 def _matches(source: str, version=(2, 13), catalog=None, libraries=None) -> List[Tuple[int, str, str, bool]]:
     """match_operations (and the TDL203 kernels) in a traversal of its own: no TDL2xx rule is selected."""
     source = textwrap.dedent(source)
-    context = FileContext("t.py", source, cst.parse_module(source), Settings(select=("TDL301",)), version, library_versions=libraries)
+    context = FileContext(
+        "t.py", source, cst.parse_module(source), Settings(select=("TDL301",)), version, library_versions=libraries
+    )
     recorder = _Recorder(context, catalog)
     context.wrapper.visit_batched([context.resolver, context.scopes, recorder])
     return recorder.found
@@ -293,7 +302,10 @@ def test_third_party_functions_over_a_torch_operation_behave_as_it_does() -> Non
         b = segment_coo(x, i)
         c = segment_csr(x, ptr)
         """
-    assert _matches(source) == [(2, "torch_scatter_scatter_sum", DETERMINISTIC_ALTERNATIVE, True), (3, "torch_scatter_segment_coo", IGNORES_FLAG, True)]
+    assert _matches(source) == [
+        (2, "torch_scatter_scatter_sum", DETERMINISTIC_ALTERNATIVE, True),
+        (3, "torch_scatter_segment_coo", IGNORES_FLAG, True),
+    ]
     assert _matches(source, (1, 12))[0] == (2, "torch_scatter_scatter_sum", RAISES, True)
 
 

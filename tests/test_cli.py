@@ -10,7 +10,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import ROOT, run_cli
 
 HAZARD = "import torch\n\ntorch.backends.cudnn.benchmark = True  # fast\n"
@@ -56,7 +55,10 @@ def test_unknown_option_exits_2(project: Path) -> None:
 def test_concise_format(project: Path) -> None:
     code, out, _ = run_cli(".", "--output-format", "concise", cwd=project)
     assert code == 1
-    assert out.splitlines()[0] == "train.py:3:1: TDL301 [*] `cudnn.benchmark = True` picks convolution algorithms by timing, which can differ between runs"
+    assert (
+        out.splitlines()[0]
+        == "train.py:3:1: TDL301 [*] `cudnn.benchmark = True` picks convolution algorithms by timing, which can differ between runs"
+    )
 
 
 JSON_SCHEMA = {
@@ -137,7 +139,9 @@ def test_statistics(project: Path) -> None:
 
 
 def test_standard_input(project: Path) -> None:
-    code, out, _ = run_cli("-", "--stdin-filename", "src/model.py", "--output-format", "concise", cwd=project, input=HAZARD.encode())
+    code, out, _ = run_cli(
+        "-", "--stdin-filename", "src/model.py", "--output-format", "concise", cwd=project, input=HAZARD.encode()
+    )
     assert code == 1 and out.startswith("src/model.py:3:1: TDL301")
     code, out, _ = run_cli("--stdin-filename", "ok.py", cwd=project, input=b"import torch\n")
     assert code == 0
@@ -156,8 +160,8 @@ def test_bad_files_are_tdl000_and_the_run_goes_on(tmp_path: Path) -> None:
 
 
 def test_rule_command_prints_the_rule_docs() -> None:
-    from torchdet_lint.docs import rule_markdown
     from torchdet_lint.checks import get_rule
+    from torchdet_lint.docs import rule_markdown
 
     code, out, _ = run_cli("rule", "TDL301")
     assert code == 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import lint_json, run_cli
 
 HAZARD = "import torch\ntorch.backends.cudnn.benchmark = True\ntorch.use_deterministic_algorithms(True, warn_only=True)\n"
@@ -25,11 +24,11 @@ def _project(tmp_path: Path, config: str, files=None) -> Path:
     [
         ('[tool.torchdet-lint]\nselct = ["TDL3"]\n', "selct"),
         ('[tool.torchdet-lint]\nselect = "TDL3"\n', "select"),
-        ("[tool.torchdet-lint]\nseed = \"zero\"\n", "seed"),
+        ('[tool.torchdet-lint]\nseed = "zero"\n', "seed"),
         ("[tool.torchdet-lint]\ntorch-version = 2.1\n", "torch-version"),
-        ("[tool.torchdet-lint]\nprofile = \"fast\"\n", "profile"),
-        ("[tool.torchdet-lint]\nassume-deterministic-mode = \"yes\"\n", "assume-deterministic-mode"),
-        ("[tool.torchdet-lint]\nper-file-ignores = [\"x\"]\n", "per-file-ignores"),
+        ('[tool.torchdet-lint]\nprofile = "fast"\n', "profile"),
+        ('[tool.torchdet-lint]\nassume-deterministic-mode = "yes"\n', "assume-deterministic-mode"),
+        ('[tool.torchdet-lint]\nper-file-ignores = ["x"]\n', "per-file-ignores"),
         ('[tool.torchdet-lint]\nseed-functions = {"a.b" = ["torch", "tensorflow"]}\n', "seed-functions.a.b"),
         ('[tool.torchdet-lint]\nselect = ["TDL999"]\n', "select"),
     ],

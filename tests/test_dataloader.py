@@ -123,14 +123,18 @@ def test_tdl101_inline_sampler_fix_goes_to_the_sampler() -> None:
 
 
 def test_tdl104_sampler_bound_to_a_name_is_tdl104_not_tdl101() -> None:
-    source = "from torch.utils.data import DataLoader, RandomSampler\nsampler = RandomSampler(ds)\nDataLoader(ds, sampler=sampler)\n"
+    source = (
+        "from torch.utils.data import DataLoader, RandomSampler\nsampler = RandomSampler(ds)\nDataLoader(ds, sampler=sampler)\n"
+    )
     assert sorted(d.code for d in lint_sources({"a.py": source}, select=["TDL101", "TDL104"])) == ["TDL104"]
 
 
 def test_tdl105_set_epoch_through_the_loader_counts() -> None:
     source = "from torch.utils.data import DataLoader, DistributedSampler\nloader = DataLoader(d, sampler=DistributedSampler(d))\nfor e in range(2):\n    loader.sampler.set_epoch(e)\n"
     assert lint_sources({"a.py": source}, select=["TDL105"]) == []
-    assert [d.code for d in lint_sources({"a.py": source.replace("loader.sampler.set_epoch(e)", "pass")}, select=["TDL105"])] == ["TDL105"]
+    assert [d.code for d in lint_sources({"a.py": source.replace("loader.sampler.set_epoch(e)", "pass")}, select=["TDL105"])] == [
+        "TDL105"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -139,8 +143,14 @@ def test_tdl105_set_epoch_through_the_loader_counts() -> None:
         ("import os\nfor name in os.listdir('.'):\n    print(name)\n", False),  # not a dataset file
         ("import os\nimport torchvision\nfiles = os.listdir('.')\nds = torchvision.datasets.MNIST('.')\n", True),
         ("import os\nfrom torch.utils.data import TensorDataset\nfiles = os.listdir('.')\nTensorDataset()\n", True),
-        ("import os\nfrom torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n        yield from sorted(os.scandir('.'), key=lambda e: e.name)\n", False),
-        ("import glob\nfrom torch.utils.data import Dataset\nclass S(Dataset):\n    n = len(glob.glob('*'))\n    has = 'x' in glob.glob('*')\n", False),
+        (
+            "import os\nfrom torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n        yield from sorted(os.scandir('.'), key=lambda e: e.name)\n",
+            False,
+        ),
+        (
+            "import glob\nfrom torch.utils.data import Dataset\nclass S(Dataset):\n    n = len(glob.glob('*'))\n    has = 'x' in glob.glob('*')\n",
+            False,
+        ),
     ],
 )
 def test_tdl106_dataset_files_and_order_free_uses(source: str, reported: bool) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-SHUFFLING = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n# the end\n"
+SHUFFLING = (
+    "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n# the end\n"
+)
 
 
 def _cli(project: Path, *args: str, stdin: str = None) -> subprocess.CompletedProcess:
@@ -20,7 +22,7 @@ def _cli(project: Path, *args: str, stdin: str = None) -> subprocess.CompletedPr
 
 def _hunks(diff: str) -> str:
     """From the first `@@` on: `diff -u` and we name the files differently in the headers."""
-    return diff[diff.index("@@"):]
+    return diff[diff.index("@@") :]
 
 
 @pytest.fixture
@@ -46,7 +48,9 @@ def test_the_diff_is_what_diff_u_prints_and_the_summary_goes_to_stderr(project: 
     shutil.copy(project / "pyproject.toml", fixed)
     (fixed / "train.py").write_text(source, encoding="utf-8")
     assert _cli(fixed, "--fix", "train.py").returncode == 0
-    expected = subprocess.run(["diff", "-u", str(project / "train.py"), str(fixed / "train.py")], capture_output=True, text=True).stdout
+    expected = subprocess.run(
+        ["diff", "-u", str(project / "train.py"), str(fixed / "train.py")], capture_output=True, text=True
+    ).stdout
     assert _hunks(completed.stdout) == _hunks(expected)
     if not ending:
         assert completed.stdout.endswith("\\ No newline at end of file\n")

@@ -51,7 +51,10 @@ def test_the_docstring_is_parsed_into_both_sections(installed) -> None:
     assert (DETERMINISTIC_ALTERNATIVE, "torch.nn.Conv2d when called on CUDA tensor") in bullets
     assert (RAISES, "torch.Tensor.put_ when accumulate=False") in bullets
     # the interpolate bullet carries its indented sub-bullets
-    assert any(text.startswith("torch.nn.functional.interpolate") and text.endswith("linear, bilinear, bicubic, trilinear") for _, text in bullets)
+    assert any(
+        text.startswith("torch.nn.functional.interpolate") and text.endswith("linear, bilinear, bicubic, trilinear")
+        for _, text in bullets
+    )
     # nothing after the lists (the Inductor notes) is taken for an operation
     assert not any("Inductor" in text or "pad matmul" in text for _, text in bullets)
 

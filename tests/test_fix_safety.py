@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from conftest import run_cli
 
 HAZARD = "import torch\n\ntorch.backends.cudnn.benchmark = True  # keep me\n"

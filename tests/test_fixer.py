@@ -17,17 +17,19 @@ from typing import Iterator, List
 
 import libcst as cst
 import pytest
-from hypothesis import given, settings as hypothesis_settings, strategies as st
-
 from conftest import run_cli
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from torchdet_lint.checks import extra_rules
+from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix, FixBuilder
+from torchdet_lint.core.rule import ProjectRule, Rule
+from torchdet_lint.core.source import SourceText
 from torchdet_lint.engine import fixer
 from torchdet_lint.engine.config import Settings
 from torchdet_lint.engine.discovery import discover
 from torchdet_lint.engine.fixer import TouchedRegions, apply_fixes, fix_run, unified_diff
-from torchdet_lint.core.source import SourceText
-from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix, FixBuilder
-from torchdet_lint.checks import extra_rules
-from torchdet_lint.core.rule import ProjectRule, Rule
 from torchdet_lint.engine.runner import first_party_names, make_options, run
 
 BENCHMARK_ON = "import torch\n\ntorch.backends.cudnn.benchmark = True  # speed\n"
@@ -36,7 +38,9 @@ BENCHMARK_OFF = "import torch\n\ntorch.backends.cudnn.benchmark = False  # speed
 
 def _diagnostic(code: str, *edits: Edit, applicability: Applicability = Applicability.SAFE) -> Diagnostic:
     start = min(edit.start for edit in edits) if edits else 0
-    return Diagnostic("x.py", 1, 1, 1, 1, code, code.lower(), "m", Fix(f"fix {code}", applicability, tuple(edits)), start_offset=start)
+    return Diagnostic(
+        "x.py", 1, 1, 1, 1, code, code.lower(), "m", Fix(f"fix {code}", applicability, tuple(edits)), start_offset=start
+    )
 
 
 def _apply_by_hand(text: str, edits: List[Edit]) -> str:
@@ -103,9 +107,7 @@ def test_fix_text_gets_the_file_line_endings() -> None:
     assert new_text == "import torch\r\nimport os\r\nos.sep\r\nx = 1\r\n"
 
 
-_edit_lists = st.lists(
-    st.tuples(st.integers(0, 30), st.integers(0, 6), st.text("ab\n", max_size=4)), min_size=1, max_size=3
-)
+_edit_lists = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 6), st.text("ab\n", max_size=4)), min_size=1, max_size=3)
 
 
 @hypothesis_settings(max_examples=300, deadline=None, database=None)
@@ -189,8 +191,17 @@ def test_rules() -> Iterator[None]:
         def check(self, project):
             for path, summary in sorted(project.summaries.items()):
                 if summary.imports_torch and "os" not in summary.imports:
-                    yield Diagnostic(path, 1, 1, 1, 1, self.code, self.name, self.summary,
-                                     Fix("import os", Applicability.SAFE, (Edit(0, 0, "import os\n"),)))
+                    yield Diagnostic(
+                        path,
+                        1,
+                        1,
+                        1,
+                        1,
+                        self.code,
+                        self.name,
+                        self.summary,
+                        Fix("import os", Applicability.SAFE, (Edit(0, 0, "import os\n"),)),
+                    )
 
     with extra_rules(OneToTwo, TwoToOne, AlwaysMore, Breaks, NeedsOs):
         yield
@@ -295,9 +306,7 @@ def _project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir(parents=True)
     (root / "train.py").write_text(BENCHMARK_ON)
-    (root / "crlf.py").write_bytes(
-        b"import torch\r\n\r\n\r\n\r\n\r\nx = 1\r\ntorch.backends.cudnn.benchmark = True\r\ny = 2\r\n"
-    )
+    (root / "crlf.py").write_bytes(b"import torch\r\n\r\n\r\n\r\n\r\nx = 1\r\ntorch.backends.cudnn.benchmark = True\r\ny = 2\r\n")
     (root / "bom.py").write_bytes(b"\xef\xbb\xbf" + b"import torch\ntorch.backends.cudnn.benchmark = True")
     (root / "clean.py").write_text(BENCHMARK_OFF)
     sub = root / "pkg"
@@ -308,7 +317,9 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _snapshot(root: Path) -> dict:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts
+    }
 
 
 def test_diff_is_accepted_by_git_apply_and_equals_the_fix(tmp_path: Path) -> None:
@@ -344,7 +355,9 @@ def test_diff_without_changes_exits_zero_and_prints_nothing(tmp_path: Path) -> N
 
 def test_show_fixes_and_exit_non_zero_on_fix(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    code, out, err = run_cli("--fix", "--show-fixes", "--exit-non-zero-on-fix", "--no-cache", "--select", "TDL301,TDL304", ".", cwd=root)
+    code, out, err = run_cli(
+        "--fix", "--show-fixes", "--exit-non-zero-on-fix", "--no-cache", "--select", "TDL301,TDL304", ".", cwd=root
+    )
     assert code == 1, (out, err)
     assert "Fixed 5 errors:" in err and "- pkg/flags.py:" in err and "1 \u00d7 TDL304 (contradictory-cudnn-flags)" in err
     assert "Found 5 errors (5 fixed, 0 remaining)." in out
@@ -353,7 +366,7 @@ def test_show_fixes_and_exit_non_zero_on_fix(tmp_path: Path) -> None:
 
 
 def test_unsafe_fixes_from_config(tmp_path: Path) -> None:
-    source = "import torch\n\nif __name__ == \"__main__\":\n    torch.randn(3).cuda()\n"
+    source = 'import torch\n\nif __name__ == "__main__":\n    torch.randn(3).cuda()\n'
     (tmp_path / "train.py").write_text(source)
     code, out, _ = run_cli("--fix", "--no-cache", "--select", "TDL302", "train.py", cwd=tmp_path)
     if "TDL302" not in out:  # the project rule is not there yet: nothing to compare
@@ -439,7 +452,9 @@ def _copy_torch_sample(destination: Path) -> Path:
 def test_fix_over_a_sample_of_torch_parses_and_is_stable(tmp_path: Path) -> None:
     package = _copy_torch_sample(tmp_path)
     before = _snapshot(package)
-    code, out, err = run_cli("--fix", "--unsafe-fixes", "--no-cache", "--show-fixes", "--quiet", "torch", cwd=tmp_path, timeout=600)
+    code, out, err = run_cli(
+        "--fix", "--unsafe-fixes", "--no-cache", "--show-fixes", "--quiet", "torch", cwd=tmp_path, timeout=600
+    )
     assert code in (0, 1), err
     assert "error:" not in err, err
     after = _snapshot(package)
@@ -456,7 +471,9 @@ def test_fix_over_a_sample_of_torch_parses_and_is_stable(tmp_path: Path) -> None
 def test_a_fix_the_file_encoding_cannot_hold_is_not_applied(tmp_path: Path, monkeypatch) -> None:
     from torchdet_lint.checks import switches
 
-    monkeypatch.setattr(switches, "_false_fix", lambda value, what: FixBuilder("x", Applicability.SAFE).replace(value, "False  # \u2603"))
+    monkeypatch.setattr(
+        switches, "_false_fix", lambda value, what: FixBuilder("x", Applicability.SAFE).replace(value, "False  # \u2603")
+    )
     source = "# -*- coding: latin-1 -*-\nimport torch\ntorch.backends.cudnn.benchmark = True\n"
     (tmp_path / "m.py").write_bytes(source.encode("latin-1"))
     report = _fix_tree(tmp_path, ["TDL301"])

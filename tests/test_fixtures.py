@@ -22,12 +22,12 @@ from typing import Dict, List
 
 import libcst as cst
 import pytest
-
 from conftest import FIXTURES
-from torchdet_lint.engine.discovery import discover
-from torchdet_lint.engine.fixer import FixReport, fix_run
+
 from torchdet_lint.checks import all_rules
 from torchdet_lint.core.rule import FixAvailability
+from torchdet_lint.engine.discovery import discover
+from torchdet_lint.engine.fixer import FixReport, fix_run
 from torchdet_lint.engine.runner import first_party_names, make_options, run
 from torchdet_lint.testing import concise, fixture_config, lint_tree, settings_from
 
@@ -75,9 +75,7 @@ def test_each_rule_directory_shows_its_rule_firing(rule_dir: Path) -> None:
     assert any(f" {rule_dir.name} " in text for text in expectations), f"no case in {rule_dir} reports {rule_dir.name}"
 
 
-@pytest.mark.parametrize(
-    "code", [code for code, rule in all_rules().items() if rule.fix_availability != FixAvailability.NONE]
-)
+@pytest.mark.parametrize("code", [code for code, rule in all_rules().items() if rule.fix_availability != FixAvailability.NONE])
 def test_every_fixable_rule_has_a_fixed_fixture(code: str) -> None:
     rule_dir = FIXTURES / code
     fixed = list(rule_dir.glob("*.fixed.py")) + [p for p in rule_dir.glob("*" + FIXED_SUFFIX) if p.is_dir()]
@@ -117,9 +115,13 @@ def _check_fixes(code: str, case: Path, tmp_path: Path, update: bool) -> None:
     if update:
         _write_expectation(case, expected_path, fixed)
     expected = _read_expectation(case, expected_path)
-    assert fixed.keys() == expected.keys(), f"files changed by the fixes: {sorted(fixed)}, expected: {sorted(expected)} (run pytest --update-fixtures and review)"
+    assert fixed.keys() == expected.keys(), (
+        f"files changed by the fixes: {sorted(fixed)}, expected: {sorted(expected)} (run pytest --update-fixtures and review)"
+    )
     for path, data in fixed.items():
-        assert data == expected[path], f"{path}: the fixed text differs from {expected_path} (run pytest --update-fixtures and review)"
+        assert data == expected[path], (
+            f"{path}: the fixed text differs from {expected_path} (run pytest --update-fixtures and review)"
+        )
     if not fixed:
         return
     assert report.fixed_count > 0
@@ -214,7 +216,9 @@ def _check_only_spans_changed(path: str, state) -> None:
         return
     original, fixed = state.original.text, state.text
     original_position = fixed_position = 0
-    for (original_start, original_end), (fixed_start, fixed_end) in zip(state.regions.original_spans(), state.regions.current_spans()):
+    for (original_start, original_end), (fixed_start, fixed_end) in zip(
+        state.regions.original_spans(), state.regions.current_spans()
+    ):
         assert original[original_position:original_start] == fixed[fixed_position:fixed_start], (
             f"{path}: text outside the fix spans changed near original offset {original_position}"
         )

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
+from conftest import FIXTURES, run_cli
 from flake8.main.cli import main as flake8_main
 
-from conftest import FIXTURES, run_cli
 from torchdet_lint.cli import main as cli_main
 from torchdet_lint.testing import fixture_config
 
@@ -97,7 +97,9 @@ def _flake8_codes(directory: Path, *args: str) -> Set[Tuple[int, str]]:
         timeout=300,
     )
     assert completed.returncode in (0, 1), completed.stderr
-    return {(int(row), code) for row, code in (line.split("|") for line in completed.stdout.splitlines()) if code.startswith("TDL")}
+    return {
+        (int(row), code) for row, code in (line.split("|") for line in completed.stdout.splitlines()) if code.startswith("TDL")
+    }
 
 
 def _cli_codes(directory: Path, *args: str) -> Set[Tuple[int, str]]:
@@ -120,7 +122,9 @@ def test_selection_and_options_follow_the_cli(tmp_path: Path) -> None:
     assert _flake8_codes(tmp_path, "--extend-ignore", "TDL301", "--torchdet-torch-version", "2.3") == {(3, "TDL303")}
 
     # The performance profile turns TDL301 off; selecting it explicitly turns it on again.
-    (tmp_path / "pyproject.toml").write_text('[tool.torchdet-lint]\nprofile = "performance"\ntorch-version = "2.3"\n', encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torchdet-lint]\nprofile = "performance"\ntorch-version = "2.3"\n', encoding="utf-8"
+    )
     assert _flake8_codes(tmp_path) == _cli_codes(tmp_path) == {(3, "TDL303")}
     assert _flake8_codes(tmp_path, "--select", "TDL3") == _cli_codes(tmp_path, "--select", "TDL3") == both
     assert _flake8_codes(tmp_path, "--extend-select", "TDL301") == _cli_codes(tmp_path, "--extend-select", "TDL301") == both

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from torchdet_lint.checks import all_rules
+from torchdet_lint.core.source import SourceText
 from torchdet_lint.engine.config import Settings
 from torchdet_lint.engine.file_pass import check_text
-from torchdet_lint.core.source import SourceText
 from torchdet_lint.engine.fixer import fix_text
-from torchdet_lint.checks import all_rules
 from torchdet_lint.engine.runner import make_options
 
 EXAMPLES = int(os.environ.get("TORCHDET_FUZZ_EXAMPLES", "40"))

@@ -42,7 +42,9 @@ def test_golden_fix(code: str, tmp_path: Path, update_fixtures: bool) -> None:
         assert before.returncode == 0, f"the golden input is not ruff-clean:\n{before.stdout}{before.stderr}"
     subprocess.run(
         [sys.executable, "-m", "torchdet_lint", "--fix", "--unsafe-fixes", "--no-cache", "--select", code, "train.py"],
-        cwd=tmp_path, capture_output=True, text=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     fixed = target.read_text(encoding="utf-8")
     assert fixed != (GOLDEN / f"{code}.py").read_text(encoding="utf-8"), f"{code}: nothing was fixed"

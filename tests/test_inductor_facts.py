@@ -12,8 +12,8 @@ from typing import Dict, Optional
 
 import pytest
 
-from torchdet_lint.engine.config import parse_version
 from torchdet_lint.core.data import load_toml, rules_directory
+from torchdet_lint.engine.config import parse_version
 from torchdet_lint.model.inductor import (
     AUTOTUNE,
     CONFIG_MODULE,
@@ -104,7 +104,8 @@ def test_each_mode_turns_on_what_the_table_says(mode) -> None:
     table = next(
         node.value
         for node in ast.walk(function)
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        and isinstance(node.value, ast.Dict)
         and any(isinstance(k, ast.Constant) and k.value == mode.name for k in node.value.keys)
     )
     entry = next(v for k, v in zip(table.keys, table.values) if isinstance(k, ast.Constant) and k.value == mode.name)

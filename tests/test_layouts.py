@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
+
 from torchdet_lint.checks import all_rules
 from torchdet_lint.cli import main
 from torchdet_lint.core.rule import FixAvailability
@@ -30,7 +30,17 @@ from torchdet_lint.core.rule import FixAvailability
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from churn import churned, hunks  # noqa: E402  (the measure the real-repository run reports)
 
-ALL = ("one_line", "one_line_too_long", "one_per_line", "no_trailing_comma", "hugging", "packed", "packed_closing", "comments", "nested")
+ALL = (
+    "one_line",
+    "one_line_too_long",
+    "one_per_line",
+    "no_trailing_comma",
+    "hugging",
+    "packed",
+    "packed_closing",
+    "comments",
+    "nested",
+)
 # Every rule whose fix edits a call, with the layouts its call can have. TDL005's constructors
 # take one argument at most (`torch.Generator(device=...)`), or none, split over two lines.
 # (TDL401 renames the function of a one-argument call: no layout to keep.)
@@ -84,7 +94,9 @@ def test_layout_diff(code: str, layout: str, tmp_path: Path, update_fixtures: bo
     if update_fixtures:
         expected_path.write_text(diff, encoding="utf-8")
     assert diff, f"{code} fixed nothing in {source}"
-    assert diff == expected_path.read_text(encoding="utf-8"), f"the diff differs from {expected_path} (run pytest --update-fixtures and review)"
+    assert diff == expected_path.read_text(encoding="utf-8"), (
+        f"the diff differs from {expected_path} (run pytest --update-fixtures and review)"
+    )
     for path, removed, added in hunks(diff):
         assert churned(removed, added) == [], f"{path}: lines re-added with only their whitespace changed"
     _cli(capsys, code, "--fix", source.name)

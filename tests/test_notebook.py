@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import ROOT, lint_json, run_cli
-from torchdet_lint.engine.notebook import NotebookError, load_notebook, lint_notebook
-from torchdet_lint.core.source import SourceText
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from torchdet_lint.core.diagnostics import Edit
+from torchdet_lint.core.source import SourceText
+from torchdet_lint.engine.notebook import NotebookError, lint_notebook, load_notebook
 from torchdet_lint.engine.runner import make_options
 from torchdet_lint.testing import settings_from
 
@@ -26,7 +27,12 @@ def _notebook(cells, indent=1, **metadata) -> str:
     """A notebook as nbformat writes it (sorted keys, one-space indent)."""
     data = {
         "cells": [
-            {"cell_type": kind, "metadata": {}, "source": source, **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+            {
+                "cell_type": kind,
+                "metadata": {},
+                "source": source,
+                **({"outputs": [], "execution_count": None} if kind == "code" else {}),
+            }
             for kind, source in cells
         ],
         "metadata": metadata,
@@ -56,7 +62,12 @@ def test_diagnostics_are_placed_in_cells(tmp_path: Path) -> None:
 
     [first, second] = lint_json("--select", "TDL301", str(notebook), cwd=tmp_path)
     assert (first["path"], first["cell"], first["line"], first["column"], first["end_line"], first["end_column"]) == (
-        "training.ipynb", 3, 4, 1, 4, len(HAZARD) + 1,
+        "training.ipynb",
+        3,
+        4,
+        1,
+        4,
+        len(HAZARD) + 1,
     )
     assert (second["cell"], second["line"]) == (8, 1)
     # Fix edits stay in joined-code coordinates (documented): cell 3's line 4 is line 8 of the joined code.
@@ -113,7 +124,9 @@ def test_fix_keeps_a_gallery_style_layout(tmp_path: Path) -> None:
 def test_insertion_fixes_land_in_a_python_cell(tmp_path: Path) -> None:
     setup = ("code", ["%pip install torch"])
     deterministic = ["import torch\n", "torch.use_deterministic_algorithms(True)"]
-    (tmp_path / "timed.ipynb").write_text(_notebook([("markdown", ["Setup"]), setup, ("code", ["%%time\n", *deterministic])]), encoding="utf-8")
+    (tmp_path / "timed.ipynb").write_text(
+        _notebook([("markdown", ["Setup"]), setup, ("code", ["%%time\n", *deterministic])]), encoding="utf-8"
+    )
     (tmp_path / "plain.ipynb").write_text(_notebook([("markdown", ["Setup"]), setup, ("code", deterministic)]), encoding="utf-8")
     code, out, err = run_cli("--fix", "--no-cache", "--select", "TDL303", "--torch-version", "2.3", ".", cwd=tmp_path)
     assert code == 0, out + err
@@ -136,9 +149,13 @@ def test_seeding_helper_import_stays_below_the_cells_sys_path_line(tmp_path: Pat
     helper's import joins them."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
-    (tmp_path / "pkg" / "utils.py").write_text("import torch\n\n\ndef fix_random_seeds(seed=0):\n    torch.manual_seed(seed)\n", encoding="utf-8")
-    (tmp_path / "pkg" / "hub.py").write_text("from torch import nn\n\n\ndef build():\n    return nn.Linear(2, 2)\n", encoding="utf-8")
-    setup = ["import sys\n", "\n", "import torch\n", "\n", "print(sys.version)\n", "sys.path.append(\"..\")"]
+    (tmp_path / "pkg" / "utils.py").write_text(
+        "import torch\n\n\ndef fix_random_seeds(seed=0):\n    torch.manual_seed(seed)\n", encoding="utf-8"
+    )
+    (tmp_path / "pkg" / "hub.py").write_text(
+        "from torch import nn\n\n\ndef build():\n    return nn.Linear(2, 2)\n", encoding="utf-8"
+    )
+    setup = ["import sys\n", "\n", "import torch\n", "\n", "print(sys.version)\n", 'sys.path.append("..")']
     (tmp_path / "plain.ipynb").write_text(_notebook([("code", setup), ("code", ["print(torch.randn(2))"])]), encoding="utf-8")
     dinov2 = [
         "import sys\n",
@@ -147,7 +164,7 @@ def test_seeding_helper_import_stays_below_the_cells_sys_path_line(tmp_path: Pat
         "if INSTALL:\n",
         "    !{sys.executable} -m pip install -e .\n",
         "else:\n",
-        "    REPO_PATH = \"..\"\n",
+        '    REPO_PATH = ".."\n',
         "    sys.path.append(REPO_PATH)",
     ]
     uses = ["from pkg.hub import build\n", "model = build()"]
@@ -155,10 +172,13 @@ def test_seeding_helper_import_stays_below_the_cells_sys_path_line(tmp_path: Pat
     code, out, err = run_cli("--fix", "--unsafe-fixes", "--no-cache", "--select", "TDL001", ".", cwd=tmp_path)
     assert code == 0, out + err
     plain = ["".join(cell["source"]) for cell in json.loads((tmp_path / "plain.ipynb").read_text(encoding="utf-8"))["cells"]]
-    assert plain[0] == "import sys\n\nimport torch\n\ntorch.manual_seed(0)\n\nprint(sys.version)\nsys.path.append(\"..\")"
+    assert plain[0] == 'import sys\n\nimport torch\n\ntorch.manual_seed(0)\n\nprint(sys.version)\nsys.path.append("..")'
     cells = ["".join(cell["source"]) for cell in json.loads((tmp_path / "dinov2.ipynb").read_text(encoding="utf-8"))["cells"]]
     assert cells[0] == "".join(dinov2)
-    assert cells[1] == "from pkg.hub import build\nfrom pkg.utils import fix_random_seeds\n\nfix_random_seeds(seed=0)\nmodel = build()"
+    assert (
+        cells[1]
+        == "from pkg.hub import build\nfrom pkg.utils import fix_random_seeds\n\nfix_random_seeds(seed=0)\nmodel = build()"
+    )
 
 
 def test_magics_are_tolerated(tmp_path: Path) -> None:
@@ -190,7 +210,9 @@ def test_broken_notebooks_are_reported_not_crashed_on(tmp_path: Path) -> None:
     (tmp_path / "list.ipynb").write_text("[1, 2]\n", encoding="utf-8")
     (tmp_path / "bad_source.ipynb").write_text('{"cells": [{"cell_type": "code", "source": 3}]}\n', encoding="utf-8")
     (tmp_path / "empty.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n', encoding="utf-8")
-    (tmp_path / "r.ipynb").write_text(_notebook([("code", [HAZARD])], kernelspec={"language": "R", "name": "ir"}), encoding="utf-8")
+    (tmp_path / "r.ipynb").write_text(
+        _notebook([("code", [HAZARD])], kernelspec={"language": "R", "name": "ir"}), encoding="utf-8"
+    )
     (tmp_path / "syntax.ipynb").write_text(_notebook([("code", ["import torch"]), ("code", ["def (:"])]), encoding="utf-8")
     code, out, err = run_cli("--output-format", "json", "--no-cache", "--select", "TDL301", ".", cwd=tmp_path)
     assert code == 1 and "Traceback" not in err, err
@@ -266,7 +288,7 @@ def test_layouts_are_kept() -> None:
     notebook = load_notebook(escaped)
     result = notebook.apply_edits([Edit(notebook.code.index("1"), notebook.code.index("1") + 1, "'ü'")])
     assert result.isascii() and json.loads(result)["cells"][0]["source"] == ["s = 'é'\n", "x = 'ü'"]
-    assert '"s = \'\\u00e9\'\\n"' in result  # the untouched line keeps its original spelling
+    assert "\"s = '\\u00e9'\\n\"" in result  # the untouched line keeps its original spelling
     nested = _notebook([("code", [])], indent=4)
     notebook = load_notebook(nested)
     result = notebook.apply_edits([Edit(0, 0, "a = 1\nb = 2\n")])

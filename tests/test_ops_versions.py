@@ -9,7 +9,7 @@ import pytest
 
 from torchdet_lint.testing import lint_sources
 
-SOURCE = '''\
+SOURCE = """\
 import torch
 import torch.nn.functional as F
 
@@ -23,7 +23,7 @@ def ops(x, index, source):
     e = torch.bincount(index)
     f = F.interpolate(x, scale_factor=2, mode="bicubic")
     return a, b, c, d, e, f
-'''
+"""
 LINES = {"kthvalue": 6, "bilinear": 7, "cumsum": 8, "index_add_": 9, "replicate": 10, "bincount": 11, "bicubic": 12}
 
 # operation -> code reported at (1.8, 2.0, 2.13); None: not reported

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-
 from conftest import FIXTURES, ROOT, run_cli
+
 from torchdet_lint.testing import fixture_config
 
 SEED_HELPER = """\
@@ -107,7 +107,10 @@ def test_flake8_sees_the_seed_helper(tmp_path: Path) -> None:
     def flake8(*paths: str) -> List[Tuple[str, str]]:
         completed = subprocess.run(
             [sys.executable, "-m", "flake8", "--select", "TDL", "--format", "%(path)s|%(code)s", *paths],
-            cwd=project, capture_output=True, text=True, timeout=300,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert completed.returncode in (0, 1), completed.stderr
         return sorted(tuple(line.split("|")) for line in completed.stdout.splitlines())
@@ -138,7 +141,7 @@ def test_the_summary_index_is_filled_cold_and_read_warm(tmp_path: Path) -> None:
         code, _, err = run_cli("--verbose", *args, cwd=project)
         assert code in (0, 1), err
         line = next(line for line in err.splitlines() if line.startswith("timings: "))
-        return json.loads(line[len("timings: "):])
+        return json.loads(line[len("timings: ") :])
 
     cold = timings("train.py")
     assert (cold["context_files"], cold["context_computed"]) == (2, 2)
@@ -188,15 +191,18 @@ def test_with_no_marker_a_loose_file_is_a_project_of_its_own_directory(tmp_path:
     (folder / "scratch" / "x.py").write_text(UNSEEDED.replace("utils.seed", "helpers"), encoding="utf-8")
     completed = subprocess.run(
         [sys.executable, "-c", _AUDITED_RUN, "-", "--jobs", "1", "--verbose", "--output-format", "json", "scratch/x.py"],
-        cwd=folder, capture_output=True, text=True, timeout=300,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert completed.returncode == 1, completed.stderr
-    touched = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("touched: "))[len("touched: "):])
+    touched = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("touched: "))[len("touched: ") :])
     assert "scratch/x.py" in touched
     assert [path for path in touched if not path.startswith("scratch")] == []
     # `helpers.py` lies outside the project: its seeding is not seen, and no other file is analysed.
     assert _codes(json.loads(completed.stdout), "scratch/x.py") == SEED_CODES
-    timings = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("timings: "))[len("timings: "):])
+    timings = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("timings: "))[len("timings: ") :])
     assert timings["context_files"] == 0
 
 
@@ -210,9 +216,13 @@ def test_a_setup_module_inside_a_package_is_not_a_project_root(tmp_path: Path) -
     (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
     (root / "pkg" / "seeding.py").write_text(SEED_HELPER, encoding="utf-8")
     (root / "pkg" / "eval" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "pkg" / "eval" / "setup.py").write_text("from pkg.seeding import fix_seed\n\n\ndef setup():\n    fix_seed(0)\n", encoding="utf-8")
+    (root / "pkg" / "eval" / "setup.py").write_text(
+        "from pkg.seeding import fix_seed\n\n\ndef setup():\n    fix_seed(0)\n", encoding="utf-8"
+    )
     (root / "pkg" / "eval" / "linear.py").write_text(
-        UNSEEDED.replace("import random\n", "import random\n\nfrom pkg.eval.setup import setup\n", 1).replace("if __name__ == \"__main__\":\n", "if __name__ == \"__main__\":\n    setup()\n"),
+        UNSEEDED.replace("import random\n", "import random\n\nfrom pkg.eval.setup import setup\n", 1).replace(
+            'if __name__ == "__main__":\n', 'if __name__ == "__main__":\n    setup()\n'
+        ),
         encoding="utf-8",
     )
     assert _codes(_json(".", cwd=root), "pkg/eval/linear.py") == []
@@ -235,7 +245,9 @@ def test_a_monorepo_lints_each_sub_project_at_its_own_torch_version(tmp_path: Pa
     assert [(d["path"], d["code"]) for d in diagnostics] == [("old/ops.py", "TDL202")]
     assert "torch 1.8" in diagnostics[0]["message"]
     # Each sub-project keeps its own selection too.
-    (root / "new" / "pyproject.toml").write_text('[tool.torchdet-lint]\ntorch-version = "2.13"\nextend-select = ["TDL201"]\n', encoding="utf-8")
+    (root / "new" / "pyproject.toml").write_text(
+        '[tool.torchdet-lint]\ntorch-version = "2.13"\nextend-select = ["TDL201"]\n', encoding="utf-8"
+    )
     assert [(d["path"], d["code"]) for d in _json(".", cwd=root)] == [("new/ops.py", "TDL201"), ("old/ops.py", "TDL202")]
     assert [(d["path"], d["code"]) for d in _json("new/ops.py", cwd=root)] == [("new/ops.py", "TDL201")]
 
@@ -304,7 +316,9 @@ def _copy_project(source: Path, destination: Path, project: Dict[str, object]) -
 
 
 @pytest.mark.parametrize("name, source, config", _projects(), ids=[p[0] for p in _projects()])
-def test_every_file_alone_reports_what_the_whole_project_run_reports(name, source, config, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_every_file_alone_reports_what_the_whole_project_run_reports(
+    name, source, config, tmp_path: Path, monkeypatch, capsys
+) -> None:
     from torchdet_lint.cli import main as cli_main
 
     files = _copy_project(source, tmp_path, config)

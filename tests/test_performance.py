@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, run_cli
+
 from torchdet_lint.checks import all_rules
 from torchdet_lint.testing import lint_sources
 
@@ -24,9 +24,7 @@ RUNNABLE = sorted(FIXTURES.glob("TDL4[0-9][0-9]/runnable.py"))
 
 
 def _run_program(path: Path, cwd: Path) -> str:
-    completed = subprocess.run(
-        [sys.executable, str(path)], cwd=str(cwd), capture_output=True, text=True, timeout=300
-    )
+    completed = subprocess.run([sys.executable, str(path)], cwd=str(cwd), capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, f"{path.name} failed:\n{completed.stderr}"
     return completed.stdout
 
@@ -111,9 +109,9 @@ _PROJECT = {
         "    return model(x)\n"
         "\n"
         "\n"
-        "if __name__ == \"__main__\":\n"
+        'if __name__ == "__main__":\n'
         "    torch.backends.cudnn.benchmark = True\n"
-        "    data = torch.tensor(np.load(\"data.npy\"))\n"
+        '    data = torch.tensor(np.load("data.npy"))\n'
         "    noise = torch.zeros(8).cuda()\n"
         "    loader = DataLoader(data, batch_size=4)\n"
         "    model = nn.DataParallel(nn.Conv2d(3, 8, 3).cuda())\n"
@@ -126,7 +124,7 @@ _PROJECT = {
         "import torch\n"
         "from torch import nn\n"
         "\n"
-        "if __name__ == \"__main__\":\n"
+        'if __name__ == "__main__":\n'
         "    model = nn.Conv2d(3, 8, 3).cuda()\n"
         "    print(model(torch.randn(1, 3, 8, 8).cuda()))\n"
     ),

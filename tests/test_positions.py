@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-
 import libcst as cst
 import pytest
+from conftest import FIXTURES, ROOT
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
-from conftest import FIXTURES, ROOT
-from torchdet_lint.core.source import LineIndex
-from torchdet_lint.core.source import python_ast
 from torchdet_lint.core.positions import LocalPositions, _parent_map
+from torchdet_lint.core.source import LineIndex, python_ast
 
 TRICKY = (
     "import torch\n"

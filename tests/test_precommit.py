@@ -18,7 +18,6 @@ from typing import Dict, List, Tuple
 
 import pytest
 import yaml
-
 from conftest import ROOT
 
 HOOK_MANIFEST = ROOT / ".pre-commit-hooks.yaml"
@@ -103,7 +102,9 @@ def test_manifest_declares_both_hooks() -> None:
 
 def test_hooks_in_a_real_repository(tmp_path: Path, git_env: Dict[str, str], hook_repo) -> None:
     project = tmp_path / "project"
-    _project_using_hooks(project, hook_repo, git_env, [{"id": "torchdet-lint"}, {"id": "torchdet-lint-fix", "stages": ["manual"]}])
+    _project_using_hooks(
+        project, hook_repo, git_env, [{"id": "torchdet-lint"}, {"id": "torchdet-lint-fix", "stages": ["manual"]}]
+    )
     # Excluded by the config: pre-commit names it explicitly, --force-exclude keeps it out.
     (project / "pyproject.toml").write_text('[tool.torchdet-lint]\nextend-exclude = ["vendored"]\n', encoding="utf-8")
     (project / "vendored").mkdir()
@@ -130,7 +131,10 @@ def test_hooks_in_a_real_repository(tmp_path: Path, git_env: Dict[str, str], hoo
     fixed = _pre_commit("run", "--hook-stage", "manual", "torchdet-lint-fix", "--all-files", cwd=project, env=git_env)
     assert fixed.returncode == 1, fixed.stdout + fixed.stderr
     assert "files were modified by this hook" in fixed.stdout
-    assert train.read_text(encoding="utf-8") == "import torch\n\ntorch.backends.cudnn.benchmark = False\nmodel = torch.nn.Linear(2, 2)\n"
+    assert (
+        train.read_text(encoding="utf-8")
+        == "import torch\n\ntorch.backends.cudnn.benchmark = False\nmodel = torch.nn.Linear(2, 2)\n"
+    )
     assert (project / "vendored" / "third_party.py").read_text(encoding="utf-8").endswith("= True\n")
 
     # ... after which the lint hook passes and the commit goes through.
@@ -147,7 +151,11 @@ def test_hooks_in_a_real_repository(tmp_path: Path, git_env: Dict[str, str], hoo
     assert environments, "pre-commit built no Python environment"
     for python in environments:
         probe = subprocess.run(
-            [str(python), "-c", "import importlib.util as u; print(u.find_spec('torchdet_lint') is not None, u.find_spec('torch') is not None)"],
+            [
+                str(python),
+                "-c",
+                "import importlib.util as u; print(u.find_spec('torchdet_lint') is not None, u.find_spec('torch') is not None)",
+            ],
             capture_output=True,
             text=True,
             timeout=120,

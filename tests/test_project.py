@@ -11,20 +11,21 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-
 from torchdet_lint.engine.config import Settings
 from torchdet_lint.engine.discovery import discover
 from torchdet_lint.engine.file_pass import check_text
-from torchdet_lint.model.project import Project
 from torchdet_lint.engine.project import build_project
 from torchdet_lint.engine.runner import first_party_names, make_options, run
+from torchdet_lint.model.project import Project
 from torchdet_lint.model.scan import empty_summary, function_spans
 from torchdet_lint.testing import lint_sources, settings_from
 
 PROJECT_CODES = ["TDL001", "TDL002", "TDL003", "TDL302"]
 
 MODEL = "from torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 1)\n"
-RESEARCH_LOOP = "import torch\n\nfrom model import Net\n\nmodel = Net()\nfor step in range(3):\n    print(model(torch.ones(1, 4)))\n"
+RESEARCH_LOOP = (
+    "import torch\n\nfrom model import Net\n\nmodel = Net()\nfor step in range(3):\n    print(model(torch.ones(1, 4)))\n"
+)
 
 
 def _project(tmp_path: Path, sources: Dict[str, str], config=None) -> Project:
@@ -88,7 +89,8 @@ def test_a_library_only_project_gets_no_project_findings() -> None:
     diagnostics = lint_sources(
         {
             "lib/__init__.py": "from .model import Net\n",
-            "lib/model.py": MODEL + "\n\ndef sample():\n    import random\n    import numpy as np\n    import torch\n    return random.random(), np.random.rand(), torch.randn(2).cuda()\n",
+            "lib/model.py": MODEL
+            + "\n\ndef sample():\n    import random\n    import numpy as np\n    import torch\n    return random.random(), np.random.rand(), torch.randn(2).cuda()\n",
             "lib/registry.py": "from lib.model import Net\n\nREGISTRY = {}\nREGISTRY['net'] = Net\nfor name in list(REGISTRY):\n    REGISTRY[name.upper()] = REGISTRY[name]\n",
             "lib/utils.py": "import lib.registry\n",
         },
@@ -122,7 +124,10 @@ def test_relative_imports_src_layout_and_re_exports() -> None:
         "scripts/train.py": "import pkg\nfrom pkg.models.net import Net\n\nif __name__ == '__main__':\n    pkg.seed_all(0)\n    Net()\n",
         "scripts/unseeded.py": "from pkg.models.net import Net\n\nif __name__ == '__main__':\n    Net()\n",
     }
-    assert _codes(lint_sources(sources, select=PROJECT_CODES)) == ["scripts/unseeded.py:3:1 TDL001", "scripts/unseeded.py:3:1 TDL002"]
+    assert _codes(lint_sources(sources, select=PROJECT_CODES)) == [
+        "scripts/unseeded.py:3:1 TDL001",
+        "scripts/unseeded.py:3:1 TDL002",
+    ]
 
 
 def test_methods_through_local_instances_and_inherited_init() -> None:
@@ -183,7 +188,8 @@ def test_a_method_on_a_factory_result_in_a_deep_hierarchy_stays_bounded() -> Non
     classes = "".join(f"class Loop{i}(Loop{i - 1}):\n    def step(self):\n        return {i}\n\n\n" for i in range(1, 200))
     sources = {
         "loops.py": (
-            "import torch\n\n\nclass Loop0:\n    def step(self):\n        return 0\n\n\n" + classes
+            "import torch\n\n\nclass Loop0:\n    def step(self):\n        return 0\n\n\n"
+            + classes
             + "class Noisy(Loop0):\n    def step(self):\n        return torch.rand(1)\n\n\n"
             + "def make(name):\n    return Loop7() if name == 'seven' else Loop150()\n\n\n"
             + "def make_noisy(name):\n    return Loop3() if name else Noisy()\n"
@@ -271,7 +277,12 @@ def test_tdl201_stays_without_entry_points_and_goes_with_an_enabling_one() -> No
     assert [d.code for d in lint_sources(library, config, select=["TDL201"])] == ["TDL201"]
     not_enabling = dict(library, **{"train.py": "from layers import layer\n\nif __name__ == '__main__':\n    layer()\n"})
     assert [d.code for d in lint_sources(not_enabling, config, select=["TDL201"])] == ["TDL201"]
-    enabling = dict(library, **{"train.py": "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n    torch.use_deterministic_algorithms(True)\n    layer()\n"})
+    enabling = dict(
+        library,
+        **{
+            "train.py": "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n    torch.use_deterministic_algorithms(True)\n    layer()\n"
+        },
+    )
     assert lint_sources(enabling, config, select=["TDL201"]) == []
 
 
@@ -284,7 +295,10 @@ def test_one_enabling_entry_point_silences_tdl201_project_wide() -> None:
     }
     assert lint_sources(sources, {"profile": "strict"}, select=["TDL201"]) == []
     sources["train.py"] = sources["train.py"].replace("    torch.use_deterministic_algorithms(True)\n", "")
-    assert _codes(lint_sources(sources, {"profile": "strict"}, select=["TDL201"])) == ["layers.py:5:12 TDL201", "probe.py:4:5 TDL201"]
+    assert _codes(lint_sources(sources, {"profile": "strict"}, select=["TDL201"])) == [
+        "layers.py:5:12 TDL201",
+        "probe.py:4:5 TDL201",
+    ]
 
 
 # -- TDL302 ----------------------------------------------------------------------------------------
@@ -301,18 +315,23 @@ def test_tdl302_lists_at_most_five_operations_with_locations() -> None:
 def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     ops = "import torch.nn.functional as F\n\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
     helper = "import torch\n\n\ndef deterministic():\n    torch.use_deterministic_algorithms(True)\n"
-    unprotected = {"ops.py": ops, "run.py": "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2))\n"}
+    unprotected = {
+        "ops.py": ops,
+        "run.py": "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2))\n",
+    }
     diagnostics = lint_sources(unprotected, select=["TDL302"])
     assert [d.code for d in diagnostics] == ["TDL302"] and "`F.interpolate` at ops.py:5" in diagnostics[0].message
     protected = dict(unprotected, **{"helpers.py": helper})
-    protected["run.py"] = "import torch\nfrom helpers import deterministic\nfrom ops import up\n\nif __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2))\n"
+    protected["run.py"] = (
+        "import torch\nfrom helpers import deterministic\nfrom ops import up\n\nif __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2))\n"
+    )
     assert lint_sources(protected, select=["TDL302"]) == []
     assert lint_sources(unprotected, {"assume-deterministic-mode": True}, select=["TDL302"]) == []
 
 
-BICUBIC_LOSS = "import torch.nn.functional as F\n\n\ndef loss_of(model, x):\n    return F.interpolate(model(x), scale_factor=2, mode=\"bicubic\").mean()\n"
+BICUBIC_LOSS = 'import torch.nn.functional as F\n\n\ndef loss_of(model, x):\n    return F.interpolate(model(x), scale_factor=2, mode="bicubic").mean()\n'
 BICUBIC_TRAIN = (
-    "import torch\n\nfrom losses import loss_of\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+    'import torch\n\nfrom losses import loss_of\n\nif __name__ == "__main__":\n    torch.manual_seed(0)\n'
     "    model = torch.nn.Conv2d(3, 3, 3).cuda()\n    for _ in range(3):\n        loss_of(model, torch.randn(2, 3, 8, 8).cuda()).backward()\n"
 )
 
@@ -325,7 +344,9 @@ def test_tdl302_offers_no_fix_where_a_reached_operation_raises_under_the_flag(tm
     (tmp_path / "train.py").write_text(BICUBIC_TRAIN, encoding="utf-8")
     completed = subprocess.run(
         [sys.executable, "-m", "torchdet_lint", "--no-cache", "--output-format", "json", "--select", "TDL302", "train.py"],
-        cwd=tmp_path, capture_output=True, text=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     [diagnostic] = json.loads(completed.stdout)
     assert diagnostic["code"] == "TDL302" and diagnostic["fix"] is None
@@ -336,7 +357,9 @@ def test_tdl302_offers_no_fix_where_a_reached_operation_raises_under_the_flag(tm
     (tmp_path / "losses.py").write_text(BICUBIC_LOSS.replace("bicubic", "bilinear"), encoding="utf-8")
     completed = subprocess.run(
         [sys.executable, "-m", "torchdet_lint", "--no-cache", "--output-format", "json", "--select", "TDL302", "train.py"],
-        cwd=tmp_path, capture_output=True, text=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     [diagnostic] = json.loads(completed.stdout)
     assert diagnostic["fix"]["applicability"] == "unsafe" and "no fix offered" not in diagnostic["message"]
@@ -344,18 +367,20 @@ def test_tdl302_offers_no_fix_where_a_reached_operation_raises_under_the_flag(tm
 
 def test_tdl302_reads_the_gradient_question_as_tdl202_does() -> None:
     """A helper this file calls only under `torch.no_grad()` runs no backward: nothing raises, the fix stays."""
-    helper = "def up(x):\n    return F.interpolate(x, scale_factor=2, mode=\"bicubic\")\n\n\n"
-    main = "if __name__ == \"__main__\":\n    with torch.no_grad():\n        print(up(torch.ones(1, 1, 2, 2).cuda()))\n"
+    helper = 'def up(x):\n    return F.interpolate(x, scale_factor=2, mode="bicubic")\n\n\n'
+    main = 'if __name__ == "__main__":\n    with torch.no_grad():\n        print(up(torch.ones(1, 1, 2, 2).cuda()))\n'
     source = "import torch\nimport torch.nn.functional as F\n\n\n" + helper + main
     [diagnostic] = lint_sources({"run.py": source}, select=["TDL302"])
     assert diagnostic.fix is not None and "no fix offered" not in diagnostic.message
-    [diagnostic] = lint_sources({"run.py": source.replace("    with torch.no_grad():\n        print", "    print")}, select=["TDL302"])
+    [diagnostic] = lint_sources(
+        {"run.py": source.replace("    with torch.no_grad():\n        print", "    print")}, select=["TDL302"]
+    )
     assert diagnostic.fix is None and "`F.interpolate` raises under the flag at run.py:6" in diagnostic.message
 
 
 def test_tdl302_withholds_its_fix_for_the_cross_entropy_losses_in_profile_strict_only() -> None:
     source = (
-        "import torch\nimport torch.nn.functional as F\n\nif __name__ == \"__main__\":\n"
+        'import torch\nimport torch.nn.functional as F\n\nif __name__ == "__main__":\n'
         "    logits = torch.nn.Conv2d(3, 5, 1).cuda()(torch.ones(1, 3, 4, 4).cuda())\n"
         "    F.cross_entropy(logits, torch.zeros(1, 4, 4, dtype=torch.long).cuda()).backward()\n"
     )
@@ -371,7 +396,9 @@ def test_tdl302_withholds_its_fix_for_the_cross_entropy_losses_in_profile_strict
 def test_seeding_fix_goes_after_imports_when_module_level_code_draws() -> None:
     source = "import torch\n\nweights = torch.randn(3)\n\nif __name__ == '__main__':\n    print(weights)\n"
     (diagnostic,) = lint_sources({"run.py": source}, select=["TDL001"])
-    assert [(e.start, e.content) for e in diagnostic.fix.edits] == [(13, "\ntorch.manual_seed(0)\n")]  # a blank line after the imports, as isort wants
+    assert [(e.start, e.content) for e in diagnostic.fix.edits] == [
+        (13, "\ntorch.manual_seed(0)\n")
+    ]  # a blank line after the imports, as isort wants
 
 
 def test_seeding_fix_is_shared_by_tdl001_to_tdl003_and_seeds_only_what_is_reached() -> None:
@@ -384,7 +411,9 @@ def test_seeding_fix_is_shared_by_tdl001_to_tdl003_and_seeds_only_what_is_reache
 
 def test_functions_handed_to_runners_are_followed_and_stored_callbacks_are_not() -> None:
     body = "import fire\nimport torch\n\n\ndef main():\n    torch.randn(2)\n\n\ndef sampler():\n    torch.randn(2)\n\n\nTABLE = dict(fn=sampler)\n"
-    assert _codes(lint_sources({"run.py": body + "\nif __name__ == '__main__':\n    fire.Fire(main)\n"}, select=["TDL001"])) == ["run.py:15:1 TDL001"]
+    assert _codes(lint_sources({"run.py": body + "\nif __name__ == '__main__':\n    fire.Fire(main)\n"}, select=["TDL001"])) == [
+        "run.py:15:1 TDL001"
+    ]
     assert lint_sources({"run.py": body + "\nif __name__ == '__main__':\n    print(TABLE)\n"}, select=["TDL001"]) == []
 
 
@@ -406,7 +435,11 @@ def test_a_notebook_is_an_entry_point_with_cell_positions() -> None:
         return {"cell_type": kind, "metadata": {}, "source": source, **extra}
 
     notebook = {
-        "cells": [cell("markdown", ["# Title"]), cell("code", ["import torch\n", "from torch import nn"]), cell("code", ["model = nn.Linear(2, 2)"])],
+        "cells": [
+            cell("markdown", ["# Title"]),
+            cell("code", ["import torch\n", "from torch import nn"]),
+            cell("code", ["model = nn.Linear(2, 2)"]),
+        ],
         "metadata": {"kernelspec": {"language": "python", "name": "python3"}, "language_info": {"name": "python"}},
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -429,7 +462,9 @@ def test_nested_functions_run_when_called_not_when_defined() -> None:
 
 
 def test_lambdas_stored_for_later_are_not_reached_and_sort_keys_are() -> None:
-    stored = "import random\n\nTABLE = {'pick': lambda items: random.choice(items)}\n\nif __name__ == '__main__':\n    print(TABLE)\n"
+    stored = (
+        "import random\n\nTABLE = {'pick': lambda items: random.choice(items)}\n\nif __name__ == '__main__':\n    print(TABLE)\n"
+    )
     assert lint_sources({"run.py": stored}, select=["TDL002"]) == []
     sorting = "import random\n\nif __name__ == '__main__':\n    print(sorted([1, 2], key=lambda item: random.random()))\n"
     assert [d.code for d in lint_sources({"run.py": sorting}, select=["TDL002"])] == ["TDL002"]

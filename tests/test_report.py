@@ -17,10 +17,10 @@ from typing import Dict, List, Set, Tuple
 
 import jsonschema
 import pytest
-from markdown_it import MarkdownIt
-
 from conftest import run_cli
+from markdown_it import MarkdownIt
 from test_partial_runs import SEED_CODES, TRAIN, UNSEEDED, _copy_project, _projects, helper_seeded_project
+
 from torchdet_lint.report.render import _HEADINGS
 from torchdet_lint.report.scorecard import CHECKS, FINDING_CHECKS, REPORT_CODES, SEED_CHECKS
 
@@ -52,9 +52,13 @@ def test_the_report_agrees_with_check_on_every_fixture_project(name, source, con
     for entry in entries:
         checks = entry["checks"]
         for check, (seed_code, _) in SEED_CHECKS.items():
-            reported = any(d["code"] == seed_code and (d["path"], d["line"]) == (entry["path"], entry["line"]) for d in diagnostics)
+            reported = any(
+                d["code"] == seed_code and (d["path"], d["line"]) == (entry["path"], entry["line"]) for d in diagnostics
+            )
             assert (checks[check]["status"] == "missing") == reported, (name, entry["path"], check)
-        flag_reported = any(d["code"] == "TDL302" and (d["path"], d["line"]) == (entry["path"], entry["line"]) for d in diagnostics)
+        flag_reported = any(
+            d["code"] == "TDL302" and (d["path"], d["line"]) == (entry["path"], entry["line"]) for d in diagnostics
+        )
         assert (checks["deterministic-mode"]["status"] == "missing") == flag_reported, (name, entry["path"])
         for check, codes in FINDING_CHECKS.items():
             result = checks[check]
@@ -63,7 +67,11 @@ def test_the_report_agrees_with_check_on_every_fixture_project(name, source, con
             for evidence in result["evidence"]:
                 finding_code = evidence["message"].split(":", 1)[0]
                 assert finding_code in codes, (name, check, evidence)
-                match = [d for d in diagnostics if (d["path"], d["line"], d["code"]) == (evidence["path"], evidence["line"], finding_code)]
+                match = [
+                    d
+                    for d in diagnostics
+                    if (d["path"], d["line"], d["code"]) == (evidence["path"], evidence["line"], finding_code)
+                ]
                 assert match, f"{name}: {check} cites {evidence}, which check does not report"
                 cited.add((evidence["path"], evidence["line"], finding_code))
         assert set(checks) == set(CHECKS)
@@ -79,9 +87,9 @@ def test_the_report_agrees_with_check_on_every_fixture_project(name, source, con
 
 def _reaching_entry_points(root: Path, config: Dict[str, object]):
     """Which reported entry points reach a finding, from the project model (the library API)."""
-    from torchdet_lint.report.scorecard import _Findings
     from torchdet_lint.engine.runner import run_scopes
     from torchdet_lint.engine.workspace import Workspace
+    from torchdet_lint.report.scorecard import _Findings
 
     scopes, _ = Workspace(root).scopes(["."])
     run = run_scopes(scopes, use_cache=False, extra_codes=REPORT_CODES)
@@ -90,7 +98,14 @@ def _reaching_entry_points(root: Path, config: Dict[str, object]):
     def reaching(diagnostic: dict) -> List[str]:
         found = []
         for model in models:
-            placed = _Findings(model, [d for d in run.diagnostics if (d.path, d.line, d.code) == (diagnostic["path"], diagnostic["line"], diagnostic["code"])])
+            placed = _Findings(
+                model,
+                [
+                    d
+                    for d in run.diagnostics
+                    if (d.path, d.line, d.code) == (diagnostic["path"], diagnostic["line"], diagnostic["code"])
+                ],
+            )
             for entry in model.reported_runs:
                 if placed.reached(frozenset({diagnostic["code"]}), model.reached_nodes(entry)):
                     found.append(entry.path)
@@ -115,7 +130,9 @@ def test_seed_helper_evidence_and_exit_status(tmp_path: Path) -> None:
 
     # Seeded, deterministic, nothing else wrong: every check ok or not-needed, exit 0.
     (project / "train2.py").unlink()
-    (project / "train.py").write_text(TRAIN.replace("    fix_seed(0)\n", "    fix_seed(0)\n    torch.use_deterministic_algorithms(True)\n"), encoding="utf-8")
+    (project / "train.py").write_text(
+        TRAIN.replace("    fix_seed(0)\n", "    fix_seed(0)\n    torch.use_deterministic_algorithms(True)\n"), encoding="utf-8"
+    )
     code, report = _report("--torch-version", "2.13", cwd=project)
     statuses = {check: result["status"] for check, result in report["entry_points"][0]["checks"].items()}
     assert code == 0 and set(statuses.values()) <= {"ok", "not-needed"}, statuses
@@ -160,7 +177,9 @@ def test_third_party_kernels_reached_through_a_helper_module(tmp_path: Path) -> 
         "def attend_deterministically(q, k, v):\n    return flash_attn_func(q, k, v, deterministic=True)\n",
         encoding="utf-8",
     )
-    (tmp_path / "train.py").write_text("from attention import attend\n\nif __name__ == '__main__':\n    attend(1, 2, 3)\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        "from attention import attend\n\nif __name__ == '__main__':\n    attend(1, 2, 3)\n", encoding="utf-8"
+    )
     (tmp_path / "serve.py").write_text(
         "from attention import attend_deterministically\n\nif __name__ == '__main__':\n    attend_deterministically(1, 2, 3)\n",
         encoding="utf-8",
@@ -225,7 +244,11 @@ def test_a_spawned_worker_has_a_row_of_its_own(tmp_path: Path) -> None:
     rows = {(entry["path"], entry["line"]): entry for entry in report["entry_points"]}
     assert set(rows) == {("main.py", 15), ("main.py", 23)}
     worker, parent = rows[("main.py", 15)], rows[("main.py", 23)]
-    assert worker["reason"] == "spawned" and worker["spawned"] == {"function": "main_worker", "launcher": "mp.spawn(...)", "parent": "main.py:23"}
+    assert worker["reason"] == "spawned" and worker["spawned"] == {
+        "function": "main_worker",
+        "launcher": "mp.spawn(...)",
+        "parent": "main.py:23",
+    }
     assert parent["reason"] == "main block" and "spawned" not in parent
     # The parent's seeds count for the parent only; the worker's draws are the worker's.
     for check, lines in (("torch-seed", {19, 20}), ("random-seed", {20})):
@@ -250,7 +273,7 @@ def test_functional_dropout_left_on_is_missing_in_eval_dropout(tmp_path: Path) -
         encoding="utf-8",
     )
     (tmp_path / "evaluate.py").write_text(
-        "import torch\n\nfrom model import Net\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
+        'import torch\n\nfrom model import Net\n\nif __name__ == "__main__":\n    torch.manual_seed(0)\n'
         "    net = Net()\n    net.eval()\n    print(net(torch.ones(3)))\n",
         encoding="utf-8",
     )
@@ -276,7 +299,9 @@ def test_resume_rng_state_follows_tdl008(tmp_path: Path) -> None:
     result = report["entry_points"][0]["checks"]["resume-rng-state"]
     assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 25), result
     # A run that never loads an optimizer's state does not resume.
-    (tmp_path / "train.py").write_text(source.replace('        optimizer.load_state_dict(checkpoint["optimizer"])\n', ""), encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        source.replace('        optimizer.load_state_dict(checkpoint["optimizer"])\n', ""), encoding="utf-8"
+    )
     code, report = _report(cwd=tmp_path)
     assert report["entry_points"][0]["checks"]["resume-rng-state"]["status"] == "not-needed"
 
@@ -284,13 +309,15 @@ def test_resume_rng_state_follows_tdl008(tmp_path: Path) -> None:
 def test_autotuning_is_missing_in_compiled_code(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     source = (
-        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
-        "    model = torch.compile(nn.Linear(2, 2), mode=\"max-autotune\")\n    print(model(torch.ones(2)))\n"
+        'import torch\nfrom torch import nn\n\nif __name__ == "__main__":\n    torch.manual_seed(0)\n'
+        '    model = torch.compile(nn.Linear(2, 2), mode="max-autotune")\n    print(model(torch.ones(2)))\n'
     )
     (tmp_path / "train.py").write_text(source, encoding="utf-8")
     code, report = _report("--torch-version", "2.13", cwd=tmp_path)
     result = report["entry_points"][0]["checks"]["compiled-code"]
-    assert result["status"] == "missing" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 6), result
+    assert result["status"] == "missing" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 6), (
+        result
+    )
     (tmp_path / "train.py").write_text(source.replace(', mode="max-autotune"', ""), encoding="utf-8")
     code, report = _report("--torch-version", "2.13", cwd=tmp_path)
     assert report["entry_points"][0]["checks"]["compiled-code"]["status"] == "ok"
@@ -307,7 +334,9 @@ def test_resume_rng_state_sees_an_optimizer_loaded_by_a_helper(tmp_path: Path) -
     run_cli("--fix", "--unsafe-fixes", "--select", "TDL008", "--no-cache", ".", cwd=project)
     code, report = _report(cwd=project)
     result = report["entry_points"][0]["checks"]["resume-rng-state"]
-    assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("src/utils.py", 13), result
+    assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("src/utils.py", 13), (
+        result
+    )
 
 
 def test_a_label_map_in_hash_order_is_missing_in_hidden_order(tmp_path: Path) -> None:
@@ -319,8 +348,8 @@ def test_a_label_map_in_hash_order_is_missing_in_hidden_order(tmp_path: Path) ->
         encoding="utf-8",
     )
     (tmp_path / "train.py").write_text(
-        "import torch\n\nfrom data import label_map\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n"
-        "    print(label_map(open(\"labels.txt\")))\n",
+        'import torch\n\nfrom data import label_map\n\nif __name__ == "__main__":\n    torch.manual_seed(0)\n'
+        '    print(label_map(open("labels.txt")))\n',
         encoding="utf-8",
     )
     code, report = _report(cwd=tmp_path)
@@ -333,7 +362,7 @@ def test_a_label_map_in_hash_order_is_missing_in_hidden_order(tmp_path: Path) ->
     assert code == 0 and report["entry_points"][0]["checks"]["hidden-order"]["status"] == "ok"
 
 
-CONVERT = '''import torch
+CONVERT = """import torch
 import torch.nn.functional as F
 
 if __name__ == "__main__":
@@ -345,14 +374,14 @@ if __name__ == "__main__":
     state["pos_embed"] = F.interpolate(pos, size=(14, 14), mode="bicubic")[0]
     torch.cuda.synchronize()
     torch.save(state, "out.pth")
-'''
-TRAIN_ON_DEVICE = '''import torch
+"""
+TRAIN_ON_DEVICE = """import torch
 from torch import nn
 
 if __name__ == "__main__":
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = nn.Linear(2, 2).to(device)
-'''
+"""
 
 
 def test_a_checkpoint_conversion_script_needs_no_deterministic_mode(tmp_path: Path) -> None:

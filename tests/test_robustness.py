@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 HAZARD = "import torch\ntorch.backends.cudnn.benchmark = True\n"
@@ -98,12 +97,19 @@ def test_ten_megabyte_generated_file(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(HAZARD)
     assert (tmp_path / "generated.py").stat().st_size > 10_000_000
     completed = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.argv = ['torchdet-lint', '.', '--no-cache', '--output-format', 'concise']\n"
-         "from torchdet_lint.cli import main\ncode = main()\n"
-         # VmHWM, not ru_maxrss: Linux carries the parent's (pytest's) peak across exec into ru_maxrss
-         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
-         "print('peak_mb', int(hwm) // 1024, file=sys.stderr)\nsys.exit(code)"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv = ['torchdet-lint', '.', '--no-cache', '--output-format', 'concise']\n"
+            "from torchdet_lint.cli import main\ncode = main()\n"
+            # VmHWM, not ru_maxrss: Linux carries the parent's (pytest's) peak across exec into ru_maxrss
+            "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+            "print('peak_mb', int(hwm) // 1024, file=sys.stderr)\nsys.exit(code)",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert completed.returncode == 1, completed.stderr
     assert re.search(r"generated\.py:1:1: TDL000 not analysed: 1\d\.\d MB is over the 5 MB limit", completed.stdout)
@@ -126,7 +132,9 @@ def test_output_is_byte_identical(tmp_path: Path, variant: str) -> None:
     reference = run_cli(".", *base, "--jobs", "1", cwd=project, env={"PYTHONHASHSEED": "0"})[1]
     assert reference.count('"code"') > 20
     if variant == "hashseed":
-        others = [run_cli(".", *base, "--jobs", "1", cwd=project, env={"PYTHONHASHSEED": seed})[1] for seed in ("1", "12345", "random")]
+        others = [
+            run_cli(".", *base, "--jobs", "1", cwd=project, env={"PYTHONHASHSEED": seed})[1] for seed in ("1", "12345", "random")
+        ]
     elif variant == "jobs":
         others = [run_cli(".", *base, "--jobs", "2", cwd=project, env={"PYTHONHASHSEED": "7"})[1]]
     else:
@@ -156,8 +164,8 @@ def test_linting_leaves_the_cycle_collector_as_the_host_had_it(enabled_before: b
 def test_a_keyword_dict_with_keys_that_are_not_identifiers(tmp_path: Path) -> None:
     """`**{"np.bool_": ...}` can only reach a **kwargs parameter: it is not taken for keywords (it crashed once)."""
     (tmp_path / "train.py").write_text(
-        "import numpy as np\nfrom torch.utils.data import DataLoader\n\naliases = {\"np.bool_\": np.bool_}\n\n\n"
-        "def main(ds):\n    options = {\"shuffle\": True, \"np.float_\": 1}\n    DataLoader(ds, **options)\n    register(**aliases)\n",
+        'import numpy as np\nfrom torch.utils.data import DataLoader\n\naliases = {"np.bool_": np.bool_}\n\n\n'
+        'def main(ds):\n    options = {"shuffle": True, "np.float_": 1}\n    DataLoader(ds, **options)\n    register(**aliases)\n',
         encoding="utf-8",
     )
     code, out, err = run_cli("--output-format", "concise", "--no-cache", "train.py", cwd=tmp_path)

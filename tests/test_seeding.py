@@ -162,7 +162,7 @@ def test_tdl007(seed: str, reported: bool) -> None:
 
 # -- which seeding helper the TDL001 fix calls (RULES.md, "Decisions from real repositories") ------
 
-_TRAIN = "import torch\n\n\ndef main():\n    return torch.randn(3)\n\n\nif __name__ == \"__main__\":\n    main()\n"
+_TRAIN = 'import torch\n\n\ndef main():\n    return torch.randn(3)\n\n\nif __name__ == "__main__":\n    main()\n'
 _HELPER = "import random\n\nimport numpy as np\nimport torch\n\n\ndef {name}(seed):\n    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n"
 
 
@@ -175,7 +175,11 @@ def _fixed_train(tmp_path, files):
     for name, text in {"train.py": _TRAIN, **files}.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "torchdet_lint", "--fix", "--unsafe-fixes", "--no-cache", "-q", "."], cwd=tmp_path, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "torchdet_lint", "--fix", "--unsafe-fixes", "--no-cache", "-q", "."],
+        cwd=tmp_path,
+        capture_output=True,
+    )
     return (tmp_path / "train.py").read_text(encoding="utf-8")
 
 
@@ -187,6 +191,6 @@ def test_the_fix_calls_a_public_first_party_helper(tmp_path) -> None:
 def test_the_fix_never_calls_a_helper_of_a_private_module_or_another_script(tmp_path) -> None:
     private = _fixed_train(tmp_path / "a", {"utils/__init__.py": "", "utils/_seeding.py": _HELPER.format(name="set_seed")})
     assert "set_seed" not in private and "torch.manual_seed(0)" in private
-    script = _HELPER.format(name="set_seed") + "\n\nif __name__ == \"__main__\":\n    set_seed(1)\n"
+    script = _HELPER.format(name="set_seed") + '\n\nif __name__ == "__main__":\n    set_seed(1)\n'
     other_script = _fixed_train(tmp_path / "b", {"evaluate.py": script})
     assert "set_seed" not in other_script and "torch.manual_seed(0)" in other_script

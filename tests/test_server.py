@@ -15,8 +15,8 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path, to_fs_path
 
-from torchdet_lint.docs import rule_markdown
 from torchdet_lint.checks import all_rules
+from torchdet_lint.docs import rule_markdown
 from torchdet_lint.server import FIX_ALL_KIND
 
 TIMEOUT = 30.0
@@ -165,7 +165,9 @@ class Session:
         self.versions[uri] = 1
         self.texts[uri] = text
         self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text))
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+            )
         )
         return uri
 
@@ -180,7 +182,9 @@ class Session:
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
                 content_changes=[
-                    types.TextDocumentContentChangePartial(range=types.Range(start=types.Position(line=0, character=0), end=end), text=text)
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(start=types.Position(line=0, character=0), end=end), text=text
+                    )
                 ],
             )
         )
@@ -215,7 +219,11 @@ class Session:
         return len(self.published.get(uri, []))
 
     async def code_actions(self, uri: str, diagnostic: Optional[types.Diagnostic] = None, only=None) -> List[types.CodeAction]:
-        where = diagnostic.range if diagnostic else types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+        where = (
+            diagnostic.range
+            if diagnostic
+            else types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+        )
         params = types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             range=where,
@@ -254,7 +262,9 @@ def test_diagnostics_on_open_change_and_save(tmp_path: Path) -> None:
             diagnostics = await session.diagnostics(uri, lambda d: bool(d))
             assert codes(diagnostics) == ["TDL301"]
             diagnostic = diagnostics[0]
-            assert diagnostic.range == types.Range(start=types.Position(line=1, character=0), end=types.Position(line=1, character=len(HAZARD)))
+            assert diagnostic.range == types.Range(
+                start=types.Position(line=1, character=0), end=types.Position(line=1, character=len(HAZARD))
+            )
             assert diagnostic.source == "torchdet-lint"
             assert diagnostic.severity == types.DiagnosticSeverity.Warning
             href = diagnostic.code_description.href
@@ -354,7 +364,10 @@ def test_quick_fixes_fix_all_and_unsafe_marking(tmp_path: Path) -> None:
             fixed = apply_text_edits(text, workspace_text_edits(fix_all.edit, uri))
             assert fixed == text.replace("= True", "= False"), "fix-all applies the safe fixes only"
             assert await session.code_actions(uri, only=[types.CodeActionKind.Source]) == [fix_all]
-            assert all(a.kind == types.CodeActionKind.QuickFix for a in await session.code_actions(uri, unsafe, only=[types.CodeActionKind.QuickFix]))
+            assert all(
+                a.kind == types.CodeActionKind.QuickFix
+                for a in await session.code_actions(uri, unsafe, only=[types.CodeActionKind.QuickFix])
+            )
 
             seen = session.count(uri)
             session.replace(uri, fixed)
@@ -463,6 +476,7 @@ class RawConnection:
 
     async def notification(self, method: str, predicate: Callable[[dict], bool]) -> dict:
         """The first notification of `method` (received already or next) whose params satisfy `predicate`."""
+
         async def wait() -> dict:
             while True:
                 for message in self.notifications:
@@ -491,27 +505,55 @@ def test_malformed_messages_get_errors_and_the_server_keeps_serving(tmp_path: Pa
 
     async def scenario() -> None:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "torchdet_lint", "server", cwd=str(tmp_path),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            sys.executable,
+            "-m",
+            "torchdet_lint",
+            "server",
+            cwd=str(tmp_path),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
         )
         connection = RawConnection(process)
         try:
-            await connection.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": from_fs_path(str(tmp_path))}})
+            await connection.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"capabilities": {}, "rootUri": from_fs_path(str(tmp_path))},
+                }
+            )
             assert "capabilities" in (await connection.response(1))["result"]
             await connection.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
             await connection.send(b"{this is not json")
             await connection.send({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {"position": "nowhere"}})
             assert "error" in await connection.response(2)
-            await connection.send({"jsonrpc": "2.0", "id": 3, "method": "textDocument/codeAction", "params": {"textDocument": {}}})
+            await connection.send(
+                {"jsonrpc": "2.0", "id": 3, "method": "textDocument/codeAction", "params": {"textDocument": {}}}
+            )
             assert "error" in await connection.response(3)
             await connection.send({"jsonrpc": "2.0", "id": 4, "method": "no/suchMethod", "params": {}})
             assert (await connection.response(4))["error"]["code"] == -32601
             await connection.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri}}})
             # A document that is not text the engine can take: NUL bytes, a lone surrogate.
-            await connection.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-                "uri": uri, "languageId": "python", "version": 1, "text": "import torch\x00\ud800\n"}}})
-            await connection.send({"jsonrpc": "2.0", "id": 5, "method": "textDocument/hover", "params": {
-                "textDocument": {"uri": uri}, "position": {"line": 0, "character": 1}}})
+            await connection.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didOpen",
+                    "params": {
+                        "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "import torch\x00\ud800\n"}
+                    },
+                }
+            )
+            await connection.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 5,
+                    "method": "textDocument/hover",
+                    "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 1}},
+                }
+            )
             assert "result" in await connection.response(5)
             published = await connection.notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
             assert [d["code"] for d in published["diagnostics"]] == ["TDL000"]
@@ -562,7 +604,9 @@ def test_project_rules_use_the_other_files_summaries(tmp_path: Path) -> None:
 
             # Changed on disk behind the editor's back: the watched-files notification.
             (tmp_path / "helper.py").write_text("import torch.nn\n", encoding="utf-8")
-            session.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=helper)))
+            session.client.text_document_did_close(
+                types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=helper))
+            )
             seen = session.count(uri)
             session.client.workspace_did_change_watched_files(
                 types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=helper, type=types.FileChangeType.Changed)])
@@ -605,4 +649,3 @@ def test_server_subcommand_help_and_bad_option(tmp_path: Path) -> None:
     assert code == 0 and "Language server" in out
     code, out, err = run_cli("server", "--no-such-option")
     assert code == 2
-

@@ -78,7 +78,9 @@ def _fake_site_packages(root: Path, distribution: str, version: str) -> Path:
     site = root / "site"
     info = site / f"{distribution}-{version}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n\nA fake.\n", encoding="utf-8")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n\nA fake.\n", encoding="utf-8"
+    )
     return site
 
 
@@ -93,7 +95,10 @@ def test_the_installed_version_comes_from_package_metadata(tmp_path: Path, insta
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     completed = subprocess.run(
         [sys.executable, "-m", "torchdet_lint", "--no-cache", "--select", "TDL2", "--output-format", "concise", "heads.py"],
-        cwd=project, capture_output=True, text=True, env=environment,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=environment,
     )
     first = completed.stdout.splitlines()[0]
     assert f" {expected} " in first and f"torchvision {'.'.join(installed.split('.')[:2])}" in first, completed.stdout
@@ -111,9 +116,11 @@ def test_without_config_or_metadata_the_newest_known_version() -> None:
 def test_library_versions_config_is_validated(tmp_path: Path) -> None:
     config = tmp_path / "pyproject.toml"
     config.write_text('[tool.torchdet-lint]\nlibrary-versions = { torchvison = "0.18" }\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"pyproject.toml: `library-versions.torchvison`: the catalog describes no library 'torchvison'"):
+    with pytest.raises(
+        ConfigError, match=r"pyproject.toml: `library-versions.torchvison`: the catalog describes no library 'torchvison'"
+    ):
         load_config_file(config)
-    config.write_text('[tool.torchdet-lint]\nlibrary-versions = { torchvision = 18 }\n', encoding="utf-8")
+    config.write_text("[tool.torchdet-lint]\nlibrary-versions = { torchvision = 18 }\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"`library-versions.torchvision` must be a version string"):
         load_config_file(config)
     config.write_text('[tool.torchdet-lint]\nlibrary-versions = "0.18"\n', encoding="utf-8")

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import List
 
 import pytest
-
 from conftest import FIXTURES, ROOT
+
 from torchdet_lint.checks import all_rules, file_rule_classes
 from torchdet_lint.core.rule import Rule
 from torchdet_lint.core.settings import Settings
@@ -65,22 +65,13 @@ def test_filtering_by_words_changes_no_result_on_any_fixture(monkeypatch) -> Non
 def test_words_named_in_the_config_count() -> None:
     """A seeding function from config `seed-functions` need not contain "seed": TDL004 still
     runs on a file that calls it after a draw."""
-    source = (
-        "import torch\n"
-        "from myproject.rng import init_everything\n\n"
-        "model = torch.nn.Linear(4, 2)\n"
-        "init_everything(0)\n"
-    )
+    source = "import torch\nfrom myproject.rng import init_everything\n\nmodel = torch.nn.Linear(4, 2)\ninit_everything(0)\n"
     config = {"seed-functions": {"myproject.rng.init_everything": ["torch"]}}
     diagnostics = lint_sources({"train.py": source}, config, select=["TDL004"])
     assert [(d.code, d.line) for d in diagnostics] == [("TDL004", 5)]
 
 
 def test_an_alias_still_spells_the_imported_name() -> None:
-    source = (
-        "import torch\n"
-        "from torch.utils.data import DataLoader as DL\n\n"
-        "loader = DL(range(8), batch_size=2, shuffle=True)\n"
-    )
+    source = "import torch\nfrom torch.utils.data import DataLoader as DL\n\nloader = DL(range(8), batch_size=2, shuffle=True)\n"
     diagnostics = lint_sources({"train.py": source}, select=["TDL101"])
     assert [(d.code, d.line) for d in diagnostics] == [("TDL101", 4)]

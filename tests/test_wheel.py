@@ -9,12 +9,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-SOURCE = (
-    "import torch\n"
-    "torch.backends.cudnn.benchmark = True\n"
-    "def f(x, i, s):\n"
-    "    return x.index_add_(0, i, s)\n"
-)
+SOURCE = "import torch\ntorch.backends.cudnn.benchmark = True\ndef f(x, i, s):\n    return x.index_add_(0, i, s)\n"
 
 
 def test_wheel_installs_and_lints_with_catalog_data(tmp_path: Path) -> None:
@@ -30,7 +25,11 @@ def test_wheel_installs_and_lints_with_catalog_data(tmp_path: Path) -> None:
     python = environment / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True, capture_output=True)
     listing = subprocess.run(
-        [str(python), "-c", "import importlib.resources as r; print(sorted(p.name for p in r.files('torchdet_lint').joinpath('rules').iterdir()))"],
+        [
+            str(python),
+            "-c",
+            "import importlib.resources as r; print(sorted(p.name for p in r.files('torchdet_lint').joinpath('rules').iterdir()))",
+        ],
         check=True,
         capture_output=True,
         text=True,

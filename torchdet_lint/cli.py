@@ -23,13 +23,20 @@ from torchdet_lint.core.startup import cached_dataclass_code
 # rules is most of a one-file run's time (see core/startup.py).
 with cached_dataclass_code():
     import torchdet_lint.checks  # noqa: F401 - registers every rule
-    import torchdet_lint.output.context  # noqa: F401
     import torchdet_lint.engine.project  # noqa: F401
     import torchdet_lint.engine.runner  # noqa: F401
+    import torchdet_lint.output.context  # noqa: F401
     from torchdet_lint.core.catalog import newest_version
-    from torchdet_lint.engine.config import ConfigError, Settings, selected_codes, target_torch_version, validate_selectors, with_overrides
-    from torchdet_lint.output import FORMATS
+    from torchdet_lint.engine.config import (
+        ConfigError,
+        Settings,
+        selected_codes,
+        target_torch_version,
+        validate_selectors,
+        with_overrides,
+    )
     from torchdet_lint.engine.workspace import Workspace
+    from torchdet_lint.output import FORMATS
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "report", "rule", "rules", "server")
@@ -53,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="torchdet-lint",
         description="Find and fix what makes PyTorch training runs differ.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - for standard input")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - for standard input"
+    )
     parser.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
     parser.add_argument("--no-fix", dest="fix", action="store_false")
     parser.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (and show) unsafe fixes")
@@ -117,9 +126,9 @@ def _opposing_rules_warning(selected) -> None:
 
 
 def run_check(args) -> int:
+    from torchdet_lint.engine.runner import default_jobs, run_scopes
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
-    from torchdet_lint.engine.runner import default_jobs, run_scopes
 
     stdin_mode = args.stdin_filename is not None or args.paths == ["-"]
     if args.torch_version is not None:
@@ -215,7 +224,9 @@ def _summary_line(diagnostics, fixed_count: int, unsafe: bool, args) -> str:
     if diagnostics or fixed_count:
         left = len(diagnostics)
         if fixed_count:
-            lines.append(f"Found {left + fixed_count} error{'s' if left + fixed_count != 1 else ''} ({fixed_count} fixed, {left} remaining).")
+            lines.append(
+                f"Found {left + fixed_count} error{'s' if left + fixed_count != 1 else ''} ({fixed_count} fixed, {left} remaining)."
+            )
         else:
             lines.append(f"Found {left} error{'s' if left != 1 else ''}.")
         can_fix = sum(1 for d in diagnostics if fixable(d, unsafe))
@@ -241,21 +252,19 @@ def _statistics(diagnostics, unsafe: bool, output_format: str) -> str:
     if output_format == "json":
         return json.dumps(rows, indent=2) + "\n"
     width = max((len(str(e["count"])) for e in rows), default=1)
-    return "".join(
-        f"{str(e['count']).rjust(width)}\t{e['code']}\t{'[*]' if e['fixable'] else '[ ]'} {e['name']}\n" for e in rows
-    )
+    return "".join(f"{str(e['count']).rjust(width)}\t{e['code']}\t{'[*]' if e['fixable'] else '[ ]'} {e['name']}\n" for e in rows)
 
 
 def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
     """Lint standard input as the file `filename`: reported as that file, analysed
     with the rest of its project (its text on disk is not read)."""
     from torchdet_lint.core.diagnostics import error_diagnostic, sort_diagnostics
+    from torchdet_lint.core.source import SourceError, decode_source
     from torchdet_lint.engine.discovery import SourceFile
-    from torchdet_lint.output import formatter
-    from torchdet_lint.output.context import OutputContext, use_color
     from torchdet_lint.engine.project import ProjectContext, run_project_rules
     from torchdet_lint.engine.runner import first_party_names, lint_source, make_options, module_name_for, project_context
-    from torchdet_lint.core.source import SourceError, decode_source
+    from torchdet_lint.output import formatter
+    from torchdet_lint.output.context import OutputContext, use_color
 
     if filename != "-":
         path = Path(os.path.abspath(filename))
@@ -345,13 +354,15 @@ def run_rules(argv: Sequence[str]) -> int:
 
 def run_report(argv: Sequence[str]) -> int:
     """`torchdet-lint report [PATHS]`: one scorecard per entry point, from the same run as `check`."""
+    from torchdet_lint.engine.runner import default_jobs, run_scopes
     from torchdet_lint.output.context import OutputContext, use_color
     from torchdet_lint.report.render import FORMATS as REPORT_FORMATS
     from torchdet_lint.report.render import render_full, render_json, render_markdown
     from torchdet_lint.report.scorecard import REPORT_CODES, scorecards
-    from torchdet_lint.engine.runner import default_jobs, run_scopes
 
-    parser = _Parser(prog="torchdet-lint report", description="Will each training entry point reproduce? One row per entry point.")
+    parser = _Parser(
+        prog="torchdet-lint report", description="Will each training entry point reproduce? One row per entry point."
+    )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
     parser.add_argument("--output-format", choices=REPORT_FORMATS, default="full")
     parser.add_argument("--config", type=Path, help="pyproject.toml to read instead of searching")

@@ -61,7 +61,17 @@ def rules_table() -> str:
         "|---|---|---|---|---|",
     ]
     for code, rule in all_rules().items():
-        default = "yes" if rule.is_default() else ("performance" if "performance" in rule.profiles and "reproducible" not in rule.profiles else "strict" if "strict" in rule.profiles else "no")
+        default = (
+            "yes"
+            if rule.is_default()
+            else (
+                "performance"
+                if "performance" in rule.profiles and "reproducible" not in rule.profiles
+                else "strict"
+                if "strict" in rule.profiles
+                else "no"
+            )
+        )
         lines.append(f"| {code} | `{rule.name}` | {default} | {rule.fix_availability.value} | {rule.summary} |")
     return "\n".join(lines) + "\n"
 

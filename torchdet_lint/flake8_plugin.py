@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from torchdet_lint import __version__
-from torchdet_lint.engine.config import ConfigError, Settings, with_overrides
 from torchdet_lint.core.diagnostics import error_diagnostic, sort_diagnostics
+from torchdet_lint.core.source import SourceText
+from torchdet_lint.engine.config import ConfigError, Settings, with_overrides
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import RunOptions
 from torchdet_lint.engine.project import ProjectContext, run_project_rules
 from torchdet_lint.engine.runner import first_party_names, lint_source, make_options, module_name_for, project_context
-from torchdet_lint.core.source import SourceText
 from torchdet_lint.engine.workspace import Workspace
 
 _STDIN_NAMES = ("stdin", "-")

@@ -33,13 +33,6 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from torchdet_lint import __version__
 from torchdet_lint.checks import all_rules
-from torchdet_lint.engine.config import (
-    ConfigError,
-    Settings,
-    find_config,
-    load_config_file,
-    with_overrides,
-)
 from torchdet_lint.core.diagnostics import (
     PARSE_ERROR_CODE,
     Applicability,
@@ -47,7 +40,15 @@ from torchdet_lint.core.diagnostics import (
     Edit,
     error_diagnostic,
 )
+from torchdet_lint.core.source import LineIndex, SourceText
 from torchdet_lint.engine.cache import SummaryIndex
+from torchdet_lint.engine.config import (
+    ConfigError,
+    Settings,
+    find_config,
+    load_config_file,
+    with_overrides,
+)
 from torchdet_lint.engine.discovery import SourceFile, display_path
 from torchdet_lint.engine.file_pass import RunOptions, check_text
 from torchdet_lint.engine.fixer import apply_fixes
@@ -62,7 +63,6 @@ from torchdet_lint.engine.runner import (
     record_summary,
     summary_options,
 )
-from torchdet_lint.core.source import LineIndex, SourceText
 from torchdet_lint.engine.suppressions import apply_suppressions
 from torchdet_lint.engine.workspace import ProjectScope, Workspace, validated
 
@@ -131,7 +131,9 @@ class WorkspaceIndex:
             return self.projects[scope.root]
         files, _ = self.workspace.walk(scope)
         if len(files) > MAX_INDEXED_FILES:
-            logger.warning("%s: %d files, more than %d: project rules see only open buffers", scope.root, len(files), MAX_INDEXED_FILES)
+            logger.warning(
+                "%s: %d files, more than %d: project rules see only open buffers", scope.root, len(files), MAX_INDEXED_FILES
+            )
             files = []
         scope.files = [SourceFile(path, self.display(path), False) for path in files]
         options = make_options(scope.settings, first_party_names(scope.files))
@@ -318,7 +320,9 @@ class TorchdetLanguageServer(LanguageServer):
             buffer.diagnostics = [error_diagnostic(buffer.display, f"not analysed: {error}")]
         except Exception as error:  # an engine bug must not take the editor's linter down
             logger.exception("linting %s failed", buffer.uri)
-            buffer.diagnostics = [error_diagnostic(buffer.display, f"not analysed: internal error: {type(error).__name__}: {error}")]
+            buffer.diagnostics = [
+                error_diagnostic(buffer.display, f"not analysed: internal error: {type(error).__name__}: {error}")
+            ]
         return buffer
 
     def lint(self, uri: str) -> Optional[Buffer]:
@@ -538,7 +542,15 @@ class TorchdetLanguageServer(LanguageServer):
             if fixed == text:
                 break
             text = fixed
-            scratch = Buffer(buffer.uri, buffer.version, text, LineIndex(text), path=buffer.path, display=buffer.display, project=buffer.project)
+            scratch = Buffer(
+                buffer.uri,
+                buffer.version,
+                text,
+                LineIndex(text),
+                path=buffer.path,
+                display=buffer.display,
+                project=buffer.project,
+            )
             diagnostics = self._diagnostics(scratch)
             if any(d.code == PARSE_ERROR_CODE for d in diagnostics):
                 return None  # never offer a fix that breaks the file
@@ -561,12 +573,16 @@ class TorchdetLanguageServer(LanguageServer):
         for match in _RULE_CODE_RE.finditer(buffer.lines.line_text(line)):
             if match.start() <= column <= match.end():  # a code in a noqa comment
                 codes.append(match.group(0))
-                hover_range = types.Range(start=self.position(buffer, line, match.start()), end=self.position(buffer, line, match.end()))
+                hover_range = types.Range(
+                    start=self.position(buffer, line, match.start()), end=self.position(buffer, line, match.end())
+                )
         for d in buffer.diagnostics:
             start, end = self.diagnostic_offsets(buffer, d)
             if start <= offset <= end and d.code not in codes:
                 codes.append(d.code)
-                hover_range = hover_range or types.Range(start=self.offset_position(buffer, start), end=self.offset_position(buffer, end))
+                hover_range = hover_range or types.Range(
+                    start=self.offset_position(buffer, start), end=self.offset_position(buffer, end)
+                )
         rules = all_rules()
         texts = [rule_markdown(rules[code]) for code in codes if code in rules]
         if not texts:

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from torchdet_lint.engine.config import Settings
 from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.engine.config import Settings
 from torchdet_lint.engine.discovery import discover
 from torchdet_lint.engine.runner import RunResult, first_party_names, make_options, run
 
@@ -56,7 +56,9 @@ def lint_tree(root: Path, settings: Settings, paths: Optional[Sequence[str]] = N
     return run(files, options, jobs=1)
 
 
-def lint_sources(sources: Dict[str, str], config: Optional[Dict[str, object]] = None, select: Optional[Sequence[str]] = None) -> List[Diagnostic]:
+def lint_sources(
+    sources: Dict[str, str], config: Optional[Dict[str, object]] = None, select: Optional[Sequence[str]] = None
+) -> List[Diagnostic]:
     """Write the sources into a temporary project and lint it: the diagnostics."""
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-
 from conftest import run_cli
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -95,13 +94,13 @@ def test_fixed_program_reproduces(name: str, tmp_path: Path) -> None:
 
     fixed_first, fixed_time = _run_program(program, deterministic=True)
     fixed_second, _ = _run_program(program, deterministic=True)
-    assert fixed_first == fixed_second, f"{name} after --fix still differs:\n{fixed_first}\n{fixed_second}\n{_changes(name, program)}"
+    assert fixed_first == fixed_second, (
+        f"{name} after --fix still differs:\n{fixed_first}\n{fixed_second}\n{_changes(name, program)}"
+    )
     print(f"{name}: {first_time:.1f} s as written, {fixed_time:.1f} s fixed; result {fixed_first}")
 
 
 def _changes(name: str, program: Path) -> str:
     """What the fixes did, for the failure message."""
-    completed = subprocess.run(
-        ["diff", "-ru", str(PROGRAMS / name), str(program)], capture_output=True, text=True
-    )
+    completed = subprocess.run(["diff", "-ru", str(PROGRAMS / name), str(program)], capture_output=True, text=True)
     return completed.stdout

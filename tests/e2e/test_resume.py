@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-
 from conftest import run_cli
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -73,11 +72,15 @@ def test_fixed_checkpoint_resumes_bit_identically(tmp_path: Path, name: str) -> 
     for checkpoint in program.glob("*.pt"):
         checkpoint.unlink()
     fixed_straight, fixed_resumed = _both_ways(program)
-    assert fixed_straight == fixed_resumed, f"after --fix, resuming still changes the result:\n{_changes(PROGRAMS / name, program)}"
+    assert fixed_straight == fixed_resumed, (
+        f"after --fix, resuming still changes the result:\n{_changes(PROGRAMS / name, program)}"
+    )
     # The fix changes nothing for a run that is never interrupted.
     assert fixed_straight == straight
 
 
 def _changes(original: Path, program: Path) -> str:
-    completed = subprocess.run(["diff", "-u", str(original / "train.py"), str(program / "train.py")], capture_output=True, text=True)
+    completed = subprocess.run(
+        ["diff", "-u", str(original / "train.py"), str(program / "train.py")], capture_output=True, text=True
+    )
     return completed.stdout

@@ -32,7 +32,9 @@ def test_spawned_workers_reproduce_after_fix(tmp_path: Path) -> None:
     first, second = _run(program), _run(program)
     assert first != second, f"the workers should start unseeded as written, but printed {first} twice"
 
-    spawn_line = next(i for i, line in enumerate((program / "workers/train.py").read_text().splitlines(), 1) if "mp.spawn(" in line)
+    spawn_line = next(
+        i for i, line in enumerate((program / "workers/train.py").read_text().splitlines(), 1) if "mp.spawn(" in line
+    )
     found = {(d["code"], d["line"]) for d in lint_json("--unsafe-fixes", ".", cwd=program)}
     assert {("TDL001", spawn_line), ("TDL002", spawn_line)} <= found, found
 

@@ -12,6 +12,10 @@ import libcst as cst
 
 from torchdet_lint.checks.ops import enables_deterministic_mode
 from torchdet_lint.core.diagnostics import SILENCED_BY_REACHED_COVERS, Applicability, FixBuilder
+from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal
+from torchdet_lint.core.rule import FixAvailability, Rule
+from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.traversal import child_fields
 from torchdet_lint.model.collector import is_main_guard
 from torchdet_lint.model.inductor import (
     AUTOTUNE,
@@ -22,10 +26,6 @@ from torchdet_lint.model.inductor import (
     inductor_facts,
     version_text,
 )
-from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal
-from torchdet_lint.core.rule import FixAvailability, Rule
-from torchdet_lint.core.settings import Settings
-from torchdet_lint.core.traversal import child_fields
 
 COMPILE = "torch.compile"
 PATCH = CONFIG_MODULE + ".patch"
@@ -168,20 +168,20 @@ class CompileAutotuning(Rule):
 
     code = "TDL306"
     name = "compile-autotuning"
-    summary = "Inductor autotuning (`mode=\"max-autotune\"`, `max_autotune`, ...) picks kernels by timing, which can differ between runs, without Inductor's deterministic mode"
+    summary = 'Inductor autotuning (`mode="max-autotune"`, `max_autotune`, ...) picks kernels by timing, which can differ between runs, without Inductor\'s deterministic mode'
     fix_availability = FixAvailability.SAFE
     example_config = {"torch-version": "2.13"}
     bad = (
-        "import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4), mode=\"max-autotune\")\n",
+        'import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="max-autotune")\n',
         "import torch._inductor.config as inductor_config\n\ninductor_config.coordinate_descent_tuning = True\n",
-        "import torch\n\n\n@torch.compile(options={\"max_autotune\": True})\ndef step(x):\n    return x @ x\n",
-        "import os\n\nos.environ[\"TORCHINDUCTOR_MAX_AUTOTUNE\"] = \"1\"\n\nimport torch\n",
+        'import torch\n\n\n@torch.compile(options={"max_autotune": True})\ndef step(x):\n    return x @ x\n',
+        'import os\n\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n\nimport torch\n',
     )
     good = (
         "import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4))\n",
-        "import torch\n\ntorch._inductor.config.deterministic = True\nmodel = torch.compile(torch.nn.Linear(4, 4), mode=\"max-autotune\")\n",
-        "import torch\n\ntorch.use_deterministic_algorithms(True)\nmodel = torch.compile(torch.nn.Linear(4, 4), mode=\"max-autotune\")\n",
-        "import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4), mode=\"reduce-overhead\")\n",
+        'import torch\n\ntorch._inductor.config.deterministic = True\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="max-autotune")\n',
+        'import torch\n\ntorch.use_deterministic_algorithms(True)\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="max-autotune")\n',
+        'import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="reduce-overhead")\n',
     )
 
     @classmethod
@@ -279,7 +279,9 @@ class CompileAutotuning(Rule):
         elif name is not None and name != DEBUG_MODE and self.facts.flag_sets_deterministic(self.version):
             if enables_deterministic_mode(self.context, node):
                 self._deterministic_mode_set()
-        elif name is None and type(node.func) is cst.Attribute and node.func.attr.value == "compile" and self.context.imports_torch:
+        elif (
+            name is None and type(node.func) is cst.Attribute and node.func.attr.value == "compile" and self.context.imports_torch
+        ):
             # `model.compile(mode=...)`: nn.Module.compile passes its arguments to torch.compile.
             self._compile(node, ".compile")
 
@@ -419,7 +421,9 @@ class CompileAutotuning(Rule):
                 continue
             anchor = _anchor(finding.node, parents)
             if anchor is not None:
-                fixes[key] = FixBuilder("Turn on Inductor's deterministic mode first", Applicability.SAFE).insert_before(anchor, FIX_LINE + "\n")
+                fixes[key] = FixBuilder("Turn on Inductor's deterministic mode first", Applicability.SAFE).insert_before(
+                    anchor, FIX_LINE + "\n"
+                )
         return fixes
 
     def _message(self, finding: _Finding, has_mode: bool) -> str:
@@ -493,11 +497,15 @@ def facts_table(facts: InductorFacts) -> str:
     ]
     for setting in facts.settings:
         role = "deterministic mode" if setting.role == DETERMINISTIC else "autotuning"
-        lines.append(f"| `torch._inductor.config.{setting.name}` / `{setting.env}` ({role}) | {version_text(setting.since)} | {setting.source} |")
+        lines.append(
+            f"| `torch._inductor.config.{setting.name}` / `{setting.env}` ({role}) | {version_text(setting.since)} | {setting.source} |"
+        )
     for mode in facts.modes:
         sets = "; ".join(f"{version_text(since)}: " + ", ".join(f"`{n}`" for n in names) for since, names in mode.sets)
-        lines.append(f"| `torch.compile(mode=\"{mode.name}\")` turns on {sets} | {version_text(mode.since)} | {mode.source} |")
-    lines.append(f"| `torch.use_deterministic_algorithms(True)` turns Inductor's deterministic mode on | {version_text(facts.flag_since)} | {facts.flag_source} |")
+        lines.append(f'| `torch.compile(mode="{mode.name}")` turns on {sets} | {version_text(mode.since)} | {mode.source} |')
+    lines.append(
+        f"| `torch.use_deterministic_algorithms(True)` turns Inductor's deterministic mode on | {version_text(facts.flag_since)} | {facts.flag_source} |"
+    )
     if facts.flag_notes:
         lines += ["", facts.flag_notes]
     return "\n".join(lines)

@@ -9,9 +9,9 @@ from typing import Iterable, List
 from torchdet_lint.checks.insertions import Insertion
 from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_message
 from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.project import Located, Project, Reach
 from torchdet_lint.model.summary import RAISING_ALWAYS, RAISING_STRICT
-from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 
 class DeterministicModeNotEnabled(ProjectRule):
@@ -103,13 +103,13 @@ class DeterministicModeNotEnabled(ProjectRule):
     summary = "an entry point reaches CUDA work or nondeterministic operations and never enables deterministic mode"
     fix_availability = FixAvailability.UNSAFE
     bad = (
-        "import torch\n\nif __name__ == \"__main__\":\n    x = torch.ones(3).cuda()\n",
-        "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\nfor step in range(3):\n    print(torch.ones(2, device=device))\n",
+        'import torch\n\nif __name__ == "__main__":\n    x = torch.ones(3).cuda()\n',
+        'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nfor step in range(3):\n    print(torch.ones(2, device=device))\n',
     )
     good = (
-        "import torch\n\nif __name__ == \"__main__\":\n    torch.use_deterministic_algorithms(True)\n    x = torch.ones(3).cuda()\n",
+        'import torch\n\nif __name__ == "__main__":\n    torch.use_deterministic_algorithms(True)\n    x = torch.ones(3).cuda()\n',
         "import torch\n\n\ndef to_gpu(x):\n    return x.cuda()\n",
-        "import torch\n\nif __name__ == \"__main__\":\n    print(torch.cuda.is_available())\n",
+        'import torch\n\nif __name__ == "__main__":\n    print(torch.cuda.is_available())\n',
     )
 
     def check(self, project: Project) -> Iterable[Diagnostic]:
@@ -121,7 +121,12 @@ class DeterministicModeNotEnabled(ProjectRule):
                 continue
             found = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))[:5]
             what = " and ".join(
-                part for part, present in (("CUDA work", bool(reach.cuda)), ("operations that deterministic mode governs", bool(reach.ops))) if present
+                part
+                for part, present in (
+                    ("CUDA work", bool(reach.cuda)),
+                    ("operations that deterministic mode governs", bool(reach.ops)),
+                )
+                if present
             )
             listing = ", ".join(f"{item.site.text} at {project.where(item)}" for item in found)
             message = f"reaches {what} ({listing}) and never enables `torch.use_deterministic_algorithms(True)`"

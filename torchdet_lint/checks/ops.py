@@ -10,21 +10,21 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from torchdet_lint.checks.switches import LIGHTNING_CLI, trainer_argument_of
 from torchdet_lint.core.catalog import (
     DETERMINISTIC,
     DETERMINISTIC_ALTERNATIVE,
     IGNORES_FLAG,
     NOT_LITERAL,
+    RAISES,
     THIRD_PARTY_KIND,
     Catalog,
     Operation,
-    RAISES,
     load_catalog,
     version_text,
 )
 from torchdet_lint.core.diagnostics import SILENCED_BY_FLAG
 from torchdet_lint.core.names import find_arg, literal
-from torchdet_lint.checks.switches import LIGHTNING_CLI, trainer_argument_of
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations, match_third_party
 from torchdet_lint.core.rule import Rule
 
@@ -34,7 +34,12 @@ _FLAG_CALL = "`torch.use_deterministic_algorithms(True)`"
 
 _ENABLING_SEGMENTS = frozenset(
     {
-        "use_deterministic_algorithms", "set_deterministic", "set_deterministic_debug_mode", "Trainer", "LightningCLI", "set_seed",
+        "use_deterministic_algorithms",
+        "set_deterministic",
+        "set_deterministic_debug_mode",
+        "Trainer",
+        "LightningCLI",
+        "set_seed",
         "enable_full_determinism",
     }
 )
@@ -58,7 +63,9 @@ def enables_deterministic_mode(context, call: cst.Call) -> bool:
     func = call.func
     last = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
     if last not in _ENABLING_SEGMENTS:
-        if not isinstance(func, cst.Name) or not (context.resolver.module_final.get(func.value) or "").endswith(tuple(_ENABLING_SEGMENTS)):
+        if not isinstance(func, cst.Name) or not (context.resolver.module_final.get(func.value) or "").endswith(
+            tuple(_ENABLING_SEGMENTS)
+        ):
             return False
     name = context.call_name(call)
     if name in ("torch.use_deterministic_algorithms", "torch.set_deterministic"):
@@ -222,7 +229,9 @@ def third_party_table(catalog: Catalog) -> str:
                 if short not in names:
                     names.append(short)
         api = ", ".join(f"`{n}`" for n in names[:12]) + (", ..." if len(names) > 12 else "")
-        lines.append(f"| {api} | {_cell(_behaviour(operation))} | {_cell(operation.cases[0].remedy)} | {_cell(operation.source)} |")
+        lines.append(
+            f"| {api} | {_cell(_behaviour(operation))} | {_cell(operation.cases[0].remedy)} | {_cell(operation.source)} |"
+        )
     checked = ", ".join(
         f"{library.name} {version_text(library.checked_through)}" for library in catalog.libraries if library.checked_through
     )
@@ -334,12 +343,14 @@ class NondeterministicOp(_FlagAware):
 
     code = "TDL201"
     name = "nondeterministic-op"
-    summary = "an operation that is nondeterministic unless `torch.use_deterministic_algorithms(True)` is on, and nothing enables it"
+    summary = (
+        "an operation that is nondeterministic unless `torch.use_deterministic_algorithms(True)` is on, and nothing enables it"
+    )
     profiles = frozenset({"strict"})
     bad = (
         "import torch\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n",
         "import torch.nn as nn\n\nconv = nn.Conv2d(3, 16, 3)\n",
-        "import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode=\"bilinear\")\n",
+        'import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode="bilinear")\n',
     )
     good = (
         "import torch\ntorch.use_deterministic_algorithms(True)\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n",
@@ -482,7 +493,7 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     name = "op-without-deterministic-implementation"
     summary = "an operation with no deterministic implementation: it raises under `torch.use_deterministic_algorithms(True)`"
     bad = (
-        "import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode=\"bicubic\")\n",
+        'import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode="bicubic")\n',
         "import torch.nn as nn\n\npool = nn.AdaptiveAvgPool2d(7)\n",
         "import torch\n\ndef hist(x):\n    return torch.histc(x, bins=10)\n",
     )
@@ -572,12 +583,12 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     name = "nondeterministic-third-party-kernel"
     summary = "a third-party CUDA kernel whose atomic accumulation makes results vary between runs"
     bad = (
-        "from torch_scatter import segment_coo\n\ndef pool(x, index):\n    return segment_coo(x, index, reduce=\"sum\")\n",
+        'from torch_scatter import segment_coo\n\ndef pool(x, index):\n    return segment_coo(x, index, reduce="sum")\n',
         "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n",
         "from mmcv.ops import RoIAlign\n\nroi_layer = RoIAlign(7, spatial_scale=0.25)\n",
     )
     good = (
-        "from torch_scatter import segment_csr\n\ndef pool(x, ptr):\n    return segment_csr(x, ptr, reduce=\"sum\")\n",
+        'from torch_scatter import segment_csr\n\ndef pool(x, ptr):\n    return segment_csr(x, ptr, reduce="sum")\n',
         "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True, deterministic=True)\n",
         "from torchvision.ops import nms\n\ndef keep(boxes, scores):\n    return nms(boxes, scores, 0.5)\n",
         "from mmcv.ops import RoIAlign\n\nroi_layer = RoIAlign(7, spatial_scale=0.25, use_torchvision=True)\n",

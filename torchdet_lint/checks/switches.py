@@ -195,7 +195,9 @@ class CudnnBenchmarkEnabled(BranchTracker, Rule):
             if constant is True:
                 self.enabled.append((node, value, self.block()))
             elif constant is NOT_LITERAL:
-                self.report(node, "`cudnn.benchmark` is set from a non-literal value and may enable run-to-run algorithm selection")
+                self.report(
+                    node, "`cudnn.benchmark` is set from a non-literal value and may enable run-to-run algorithm selection"
+                )
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for node, value, block in self.enabled:
@@ -216,10 +218,17 @@ class CudnnBenchmarkEnabled(BranchTracker, Rule):
         if arg is None:
             return
         constant = literal(arg.value)
-        what = {CUDNN_FLAGS: "cudnn.flags(benchmark=...)", LIGHTNING_CLI: "LightningCLI(trainer_defaults={\"benchmark\": ...})"}.get(name, "Trainer(benchmark=...)")
+        what = {
+            CUDNN_FLAGS: "cudnn.flags(benchmark=...)",
+            LIGHTNING_CLI: 'LightningCLI(trainer_defaults={"benchmark": ...})',
+        }.get(name, "Trainer(benchmark=...)")
         where = reported_argument(node, arg) if name != LIGHTNING_CLI else arg.value
         if constant is True:
-            self.report(where, f"`{what.replace('...', 'True')}` enables cuDNN benchmarking, which can pick different algorithms between runs", _false_fix(arg.value, "benchmark"))
+            self.report(
+                where,
+                f"`{what.replace('...', 'True')}` enables cuDNN benchmarking, which can pick different algorithms between runs",
+                _false_fix(arg.value, "benchmark"),
+            )
         elif constant is NOT_LITERAL:
             self.report(where, f"`{what}` is set from a non-literal value and may enable cuDNN benchmarking")
 
@@ -274,7 +283,7 @@ class CublasWorkspaceConfigMissing(Rule):
     example_config = {"torch-version": "2.3"}
     bad = ("import torch\ntorch.use_deterministic_algorithms(True)\n",)
     good = (
-        "import os\nos.environ[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\nimport torch\ntorch.use_deterministic_algorithms(True)\n",
+        'import os\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\nimport torch\ntorch.use_deterministic_algorithms(True)\n',
         "import torch\ntorch.use_deterministic_algorithms(False)\n",
     )
 
@@ -325,14 +334,14 @@ class CublasWorkspaceConfigMissing(Rule):
             self.report(
                 node,
                 f"deterministic mode without `CUBLAS_WORKSPACE_CONFIG` set before it: on CUDA, torch {version} "
-                f"raises at the first cuBLAS call (set it to \":4096:8\" or \":16:8\" before importing torch)",
+                f'raises at the first cuBLAS call (set it to ":4096:8" or ":16:8" before importing torch)',
                 self._fix(),
             )
         elif self.value_set is not NOT_LITERAL and self.value_set not in CUBLAS_VALUES:
             self.report(
                 node,
-                f"`CUBLAS_WORKSPACE_CONFIG` is set to {self.value_set!r}; torch {version} needs \":4096:8\" or "
-                f"\":16:8\" in deterministic mode",
+                f'`CUBLAS_WORKSPACE_CONFIG` is set to {self.value_set!r}; torch {version} needs ":4096:8" or '
+                f'":16:8" in deterministic mode',
             )
 
     def _fix(self) -> FixBuilder:
@@ -340,7 +349,9 @@ class CublasWorkspaceConfigMissing(Rule):
         # Blank lines around the assignment: the imports above and below it stay two
         # isort blocks (ruff's E402 allows `os.environ` changes between imports).
         text = ("\n" if self._os_imported_before_torch() else "import os\n\n") + line + "\n\n"
-        return FixBuilder(f"Set `{CUBLAS_VARIABLE}` before `import torch`", Applicability.SAFE).insert_before_module("torch", text)
+        return FixBuilder(f"Set `{CUBLAS_VARIABLE}` before `import torch`", Applicability.SAFE).insert_before_module(
+            "torch", text
+        )
 
     def _os_imported_before_torch(self) -> bool:
         for statement in self.context.module.body:
@@ -430,7 +441,9 @@ class ContradictoryCudnnFlags(BranchTracker, Rule):
                 _false_fix(benchmark.value, "benchmark"),
             )
         elif constant is NOT_LITERAL:
-            self.report(where, "`Trainer(deterministic=True, benchmark=...)` with a non-literal benchmark value may undo `deterministic`")
+            self.report(
+                where, "`Trainer(deterministic=True, benchmark=...)` with a non-literal benchmark value may undo `deterministic`"
+            )
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for node, value, constant, path in self.benchmarks:
@@ -448,7 +461,10 @@ class ContradictoryCudnnFlags(BranchTracker, Rule):
                     fix,
                 )
             else:
-                self.report(node, f"`cudnn.benchmark` set from a non-literal value may contradict `cudnn.deterministic = True` (line {line})")
+                self.report(
+                    node,
+                    f"`cudnn.benchmark` set from a non-literal value may contradict `cudnn.deterministic = True` (line {line})",
+                )
 
 
 class DeterministicWarnOnly(Rule):
@@ -487,7 +503,7 @@ class DeterministicWarnOnly(Rule):
     bad = (
         "import torch\ntorch.use_deterministic_algorithms(True, warn_only=True)\n",
         "import torch\ntorch.backends.cudnn.deterministic = False\n",
-        "import torch\ntorch.set_deterministic_debug_mode(\"warn\")\n",
+        'import torch\ntorch.set_deterministic_debug_mode("warn")\n',
     )
     good = (
         "import torch\ntorch.use_deterministic_algorithms(True)\n",
@@ -500,15 +516,18 @@ class DeterministicWarnOnly(Rule):
             mode = literal(arg_value(node, "mode", 0) or arg_value(node, "d"))
             warn_only = literal(arg_value(node, "warn_only"))
             if mode is True and warn_only is True:
-                self.report(node, "`warn_only=True` only warns: operations without a deterministic implementation still run nondeterministically")
+                self.report(
+                    node,
+                    "`warn_only=True` only warns: operations without a deterministic implementation still run nondeterministically",
+                )
             elif mode is False:
                 self.report(node, f"`{name.split('.')[-1]}(False)` explicitly turns deterministic mode off")
         elif name == DEBUG_MODE:
             mode = literal(arg_value(node, "debug_mode", 0))
             if mode in ("warn", 1):
-                self.report(node, "`set_deterministic_debug_mode(\"warn\")` only warns: nondeterministic operations still run")
+                self.report(node, '`set_deterministic_debug_mode("warn")` only warns: nondeterministic operations still run')
             elif mode in ("default", 0):
-                self.report(node, "`set_deterministic_debug_mode(\"default\")` explicitly turns deterministic mode off")
+                self.report(node, '`set_deterministic_debug_mode("default")` explicitly turns deterministic mode off')
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for name, value in cudnn_assignments(self, node):

@@ -64,7 +64,9 @@ def with_keywords(call: cst.Call, keywords: Sequence[Tuple[str, cst.BaseExpressi
             # the arguments' indentation, the closing parenthesis keeps its own line.
             args[-1] = last.with_changes(
                 comma=closing.with_changes(
-                    whitespace_after=closing.whitespace_after.with_changes(indent=line_break.indent, last_line=line_break.last_line)
+                    whitespace_after=closing.whitespace_after.with_changes(
+                        indent=line_break.indent, last_line=line_break.last_line
+                    )
                 )
             )
             closing = cst.Comma(whitespace_after=_line_break(closing.whitespace_after))
@@ -101,7 +103,9 @@ def with_first_argument(call: cst.Call, value: cst.BaseExpression, indent: str =
             # `Generator(` + newline + `)`: the argument on the line between, one level deeper
             # than the closing parenthesis, which keeps its line.
             deeper = before.with_changes(last_line=cst.SimpleWhitespace(before.last_line.value + indent))
-            return call.with_changes(whitespace_before_args=deeper, args=[cst.Arg(value=value, whitespace_after_arg=_line_break(before))])
+            return call.with_changes(
+                whitespace_before_args=deeper, args=[cst.Arg(value=value, whitespace_after_arg=_line_break(before))]
+            )
         return call.with_changes(args=[cst.Arg(value=value)])
     after = _line_break(before) if _breaks(before) else _ONE_SPACE
     return call.with_changes(args=[cst.Arg(value=value, comma=cst.Comma(whitespace_after=after)), *call.args])

@@ -289,7 +289,9 @@ class Operation:
                 return case
         raise KeyError(case_id)
 
-    def status_at(self, case: Case, torch_version: Version, library_versions: Optional[Mapping[str, Version]] = None) -> Optional[str]:
+    def status_at(
+        self, case: Case, torch_version: Version, library_versions: Optional[Mapping[str, Version]] = None
+    ) -> Optional[str]:
         """The behaviour of one case under the flag: at the target torch version, or for a
         library's own kernels at the library's target version (its newest behaviour when the
         caller resolved none)."""
@@ -354,13 +356,41 @@ class Catalog:
 # -- loading -------------------------------------------------------------------------
 
 _OP_KEYS = {
-    "id", "name", "device", "phase", "dtype", "versions", "when", "remedy", "docstring", "docstring-lag",
-    "undocumented", "notes", "source", "report", "not-reported-because", "strict-only", "library",
-    "follows", "via", "form", "case",
+    "id",
+    "name",
+    "device",
+    "phase",
+    "dtype",
+    "versions",
+    "when",
+    "remedy",
+    "docstring",
+    "docstring-lag",
+    "undocumented",
+    "notes",
+    "source",
+    "report",
+    "not-reported-because",
+    "strict-only",
+    "library",
+    "follows",
+    "via",
+    "form",
+    "case",
 }
 _CASE_KEYS = {
-    "id", "label", "device", "phase", "dtype", "when", "versions", "remedy", "docstring", "docstring-lag",
-    "undocumented", "notes",
+    "id",
+    "label",
+    "device",
+    "phase",
+    "dtype",
+    "when",
+    "versions",
+    "remedy",
+    "docstring",
+    "docstring-lag",
+    "undocumented",
+    "notes",
 }
 # Op-level keys that are defaults for its cases.
 _CASE_DEFAULT_KEYS = ("device", "phase", "dtype", "versions", "remedy", "docstring", "docstring-lag", "undocumented", "notes")
@@ -407,11 +437,11 @@ def _strings(table: Mapping[str, Any], key: str, where: _Where) -> Tuple[str, ..
 
 def _version(text: Any, where: _Where, key: str) -> Version:
     if not isinstance(text, str):
-        raise where.error(f"`{key}` must be a version string like \"2.1\"")
+        raise where.error(f'`{key}` must be a version string like "2.1"')
     try:
         return parse_version(text)
     except ValueError:
-        raise where.error(f"`{key}`: {text!r} is not a version like \"2.1\"") from None
+        raise where.error(f'`{key}`: {text!r} is not a version like "2.1"') from None
 
 
 def _versions(value: Any, where: _Where, statuses: Sequence[str] = STATUSES) -> Tuple[Tuple[Version, str], ...]:
@@ -420,7 +450,7 @@ def _versions(value: Any, where: _Where, statuses: Sequence[str] = STATUSES) -> 
     result = []
     for text, status in value.items():
         if status not in statuses:
-            raise where.error(f"`versions.\"{text}\"`: unknown status {status!r} (expected one of {', '.join(statuses)})")
+            raise where.error(f'`versions."{text}"`: unknown status {status!r} (expected one of {", ".join(statuses)})')
         result.append((_version(text, where, f'versions."{text}"'), status))
     result.sort()
     return tuple(result)
@@ -437,12 +467,14 @@ def _conditions(value: Any, where: _Where) -> Tuple[Condition, ...]:
             result.append(Condition(param, "in", _normal(spec)))
         elif isinstance(spec, str):
             if spec not in ("given", "absent", "tensor"):
-                raise where.error(f"`when.{param}`: unknown condition {spec!r} (a list, a table, \"given\", \"absent\" or \"tensor\")")
+                raise where.error(f'`when.{param}`: unknown condition {spec!r} (a list, a table, "given", "absent" or "tensor")')
             result.append(Condition(param, spec))
         elif isinstance(spec, dict) and len(spec) == 1:
             kind, values = next(iter(spec.items()))
             if kind not in _CONDITION_KINDS or not isinstance(values, list):
-                raise where.error(f"`when.{param}`: unknown condition `{kind}` (expected one of {', '.join(sorted(_CONDITION_KINDS))} with a list)")
+                raise where.error(
+                    f"`when.{param}`: unknown condition `{kind}` (expected one of {', '.join(sorted(_CONDITION_KINDS))} with a list)"
+                )
             result.append(Condition(param, kind, _normal(values)))
         else:
             raise where.error(f"`when.{param}` must be a list of values or a table with one condition")
@@ -474,7 +506,9 @@ def _signature(value: Any, where: _Where) -> Optional[Tuple[Param, ...]]:
                 try:
                     default = _normal(ast.literal_eval(default_text))
                 except (ValueError, SyntaxError):
-                    raise where.error(f"`signature`: the default of {name!r} is not a Python literal (use `{name}=...`)") from None
+                    raise where.error(
+                        f"`signature`: the default of {name!r} is not a Python literal (use `{name}=...`)"
+                    ) from None
         params.append(Param(name, default, keyword_only))
     return tuple(params)
 
@@ -483,13 +517,21 @@ def _lag(value: Any, where: _Where) -> Optional[DocstringLag]:
     if value is None:
         return None
     if not isinstance(value, dict) or set(value) != {"documented", "reason"}:
-        raise where.error("`docstring-lag` must be { documented = status, reason = \"...\" }")
+        raise where.error('`docstring-lag` must be { documented = status, reason = "..." }')
     if value["documented"] not in STATUSES or not isinstance(value["reason"], str) or not value["reason"].strip():
         raise where.error("`docstring-lag` needs a known `documented` status and a non-empty `reason`")
     return DocstringLag(value["documented"], value["reason"])
 
 
-def _case(table: Mapping[str, Any], defaults: Mapping[str, Any], op_when: Tuple[Condition, ...], kind: str, name: str, where: _Where, index: int) -> Case:
+def _case(
+    table: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    op_when: Tuple[Condition, ...],
+    kind: str,
+    name: str,
+    where: _Where,
+    index: int,
+) -> Case:
     _check_keys(table, _CASE_KEYS, where, f"case #{index + 1}")
     merged = {**{k: v for k, v in defaults.items() if k in _CASE_DEFAULT_KEYS}, **table}
     case_id = _string(merged, "id", where, default="main")
@@ -543,7 +585,9 @@ def _form(table: Mapping[str, Any], where: _Where, case_ids: Sequence[str]) -> F
         modules=modules,
         methods=methods,
         params=_signature(table.get("signature"), where),
-        var_positional=any(re.fullmatch(r"\*[A-Za-z_]\w*", item) for item in table.get("signature") or () if isinstance(item, str)),
+        var_positional=any(
+            re.fullmatch(r"\*[A-Za-z_]\w*", item) for item in table.get("signature") or () if isinstance(item, str)
+        ),
         fixed=tuple((k, _normal(v)) for k, v in fixed.items()),
         when=_conditions(table.get("when"), where),
         cases=cases,
@@ -585,7 +629,9 @@ def _operation(table: Mapping[str, Any], kind: str, file: str) -> Operation:
     follows = _string(table, "follows", where, default="")
     if kind == THIRD_PARTY_KIND:
         if bool(library) == bool(follows):
-            raise where.error("a third-party entry needs either `library` (its `versions` are the library's) or `follows` (a torch operation's id)")
+            raise where.error(
+                "a third-party entry needs either `library` (its `versions` are the library's) or `follows` (a torch operation's id)"
+            )
         if follows:
             _string(table, "via", where)
     elif library or follows or "via" in table:
@@ -636,7 +682,9 @@ def _libraries(value: Any, where: _Where) -> Tuple[Library, ...]:
             raise where.error(f"`library.{name}` must be a table")
         _check_keys(table, _LIBRARY_KEYS, where, f"[library.{name}]")
         distributions = _strings(table, "distributions", where) or (name, name.replace("_", "-"))
-        checked = _version(table["checked-through"], where, f"library.{name}.checked-through") if "checked-through" in table else None
+        checked = (
+            _version(table["checked-through"], where, f"library.{name}.checked-through") if "checked-through" in table else None
+        )
         result.append(
             Library(
                 name,
@@ -650,7 +698,9 @@ def _libraries(value: Any, where: _Where) -> Tuple[Library, ...]:
     return tuple(result)
 
 
-def parse_catalog_file(data: Mapping[str, Any], file: str) -> Optional[Tuple[str, Optional[Version], Tuple[Operation, ...], Tuple[Library, ...]]]:
+def parse_catalog_file(
+    data: Mapping[str, Any], file: str
+) -> Optional[Tuple[str, Optional[Version], Tuple[Operation, ...], Tuple[Library, ...]]]:
     """(kind, checked-through, operations, libraries) of one TOML document, or None when it is no op catalog."""
     header = data.get("catalog")
     if not isinstance(header, dict) or header.get("kind") not in _CATALOG_KINDS:
@@ -665,7 +715,9 @@ def parse_catalog_file(data: Mapping[str, Any], file: str) -> Optional[Tuple[str
     known = {library.name for library in libraries}
     for operation in operations:
         if operation.library and operation.library not in known:
-            raise _Where(file, operation.id).error(f"`library = {operation.library!r}` has no [library.{operation.library}] table in this file")
+            raise _Where(file, operation.id).error(
+                f"`library = {operation.library!r}` has no [library.{operation.library}] table in this file"
+            )
     return kind, checked, operations, libraries
 
 
@@ -718,7 +770,9 @@ def load_catalog_files(paths: Sequence[Path]) -> Catalog:
     operations = [_follow(op, seen) if op.follows else op for op in operations]
     if not operations:
         raise CatalogError(f"no operation catalog found among {', '.join(p.name for p in paths) or 'no files'}")
-    return Catalog(tuple(operations), max(checked) if checked else (0, 0), digest.hexdigest()[:16], tuple(files), tuple(libraries))
+    return Catalog(
+        tuple(operations), max(checked) if checked else (0, 0), digest.hexdigest()[:16], tuple(files), tuple(libraries)
+    )
 
 
 @lru_cache(maxsize=1)

@@ -28,7 +28,9 @@ _IMPORTS_TORCH_RE = re.compile(r"^[ \t]*(?:from[ \t]+torch\b|import[ \t][^\n#]*\
 # What may stand before a call that starts a statement's expression: `x = `, `x: T = `,
 # `return `, `yield `, `await `, or nothing but the indentation.
 # (Targets may be tuples, `train_set, val_set = ...`, but hold no parenthesis: `f(a, b=` is an argument.)
-_STATEMENT_START_RE = re.compile(r"^[ \t]*(?:(?:[\w.\[\]'\", *]+(?:[ \t]*:[^=]+)?[ \t]*[-+*/@%&|^]?=[ \t]*)|return[ \t]+|yield[ \t]+|await[ \t]+)?$")
+_STATEMENT_START_RE = re.compile(
+    r"^[ \t]*(?:(?:[\w.\[\]'\", *]+(?:[ \t]*:[^=]+)?[ \t]*[-+*/@%&|^]?=[ \t]*)|return[ \t]+|yield[ \t]+|await[ \t]+)?$"
+)
 
 
 class FileContext:
@@ -135,14 +137,18 @@ class FileContext:
         return self.lines.offset(line, column), self.lines.offset(end_line, end_column)
 
     # -- reporting ---------------------------------------------------------------
-    def report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[FixBuilder], extra: Optional[dict] = None) -> None:
+    def report(
+        self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[FixBuilder], extra: Optional[dict] = None
+    ) -> None:
         self._reports.append((code, name, node, message, fix, extra))
 
     @property
     def has_reports(self) -> bool:
         return bool(self._reports)
 
-    def report_at_line(self, code: str, name: str, line: int, column: int, message: str, fix: Optional[FixBuilder] = None) -> None:
+    def report_at_line(
+        self, code: str, name: str, line: int, column: int, message: str, fix: Optional[FixBuilder] = None
+    ) -> None:
         self._reports.append((code, name, (line, column), message, fix, None))
 
     def diagnostics(self) -> List[Diagnostic]:
@@ -215,7 +221,10 @@ class FileContext:
         indent = text[: len(text) - len(text.lstrip(" \t"))]
         inner = indent + self.module.default_indent
         arguments = [
-            call_with_deep_stack(self.module.code_for_node, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")))
+            call_with_deep_stack(
+                self.module.code_for_node,
+                arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")),
+            )
             for arg in new.args
         ]
         opening = call_with_deep_stack(self.module.code_for_node, new.with_changes(args=())).rstrip(")")
@@ -352,6 +361,7 @@ class FileContext:
         header = [line for index, line in enumerate(lines) if index == 0 or line.start != lines[index - 1].start]
         offset = self.after_imports_offset()
         return place_import(line, module, header, self.first_party, offset, bool(self._eof_newline(offset)), self.newline)
+
 
 class _NoFix(Exception):
     """The fix cannot be expressed at this site; the diagnostic stays, without a fix."""

@@ -244,13 +244,9 @@ class NameResolver(cst.BatchableCSTVisitor):
     def _prescan_target(self, target: cst.CSTNode, value: cst.CSTNode, in_except: bool) -> None:
         if isinstance(target, cst.Name):
             name = target.value
-            if self.module_final.get(name) is not None and (
-                in_except or (isinstance(value, cst.Name) and value.value == "None")
-            ):
+            if self.module_final.get(name) is not None and (in_except or (isinstance(value, cst.Name) and value.value == "None")):
                 return
-            if isinstance(value, (cst.Name, cst.Attribute)) and not (
-                isinstance(value, cst.Name) and value.value == "None"
-            ):
+            if isinstance(value, (cst.Name, cst.Attribute)) and not (isinstance(value, cst.Name) and value.value == "None"):
                 head, _, rest = (dotted_name(value) or "").partition(".")
                 bound = self.module_final.get(head)
                 if bound:

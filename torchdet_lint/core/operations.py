@@ -96,7 +96,9 @@ class _Index:
                     self.by_method.setdefault(name, []).append(_Entry(operation, form, True, False, calls))
                     if operation.kind == TORCH_KIND:
                         # `torch.Tensor.index_add_(x, ...)`: the method called as a function
-                        self.by_qualified.setdefault("torch.Tensor." + name, []).append(_Entry(operation, form, False, False, calls))
+                        self.by_qualified.setdefault("torch.Tensor." + name, []).append(
+                            _Entry(operation, form, False, False, calls)
+                        )
         self.segments = frozenset(name.rsplit(".", 1)[-1] for name in self.by_qualified) | frozenset(self.by_method)
 
 
@@ -334,7 +336,9 @@ def _gradient_tensors(entry: _Entry, call: cst.Call) -> List[cst.BaseExpression]
             found += receiver
         if found:
             return found
-    return receiver + [arg.value for arg in call.args if arg.keyword is None and not arg.star and literal(arg.value) is NOT_LITERAL]
+    return receiver + [
+        arg.value for arg in call.args if arg.keyword is None and not arg.star and literal(arg.value) is NOT_LITERAL
+    ]
 
 
 def _tensor_states(entry: _Entry, call: cst.Call, context) -> Tuple[bool, bool]:
@@ -413,7 +417,9 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
     if not certain:
         # Name every case of the worst behaviour a non-literal argument could select.
         same = [
-            c.label for c in operation.cases if c.label in maybe_labels and operation.status_at(c, torch_version, library_versions) == status
+            c.label
+            for c in operation.cases
+            if c.label in maybe_labels and operation.status_at(c, torch_version, library_versions) == status
         ]
         label = " or ".join(dict.fromkeys(same)) or label
     condition = case.condition_text() + (f", {label}" if label else "")
@@ -470,7 +476,9 @@ class _Matcher:
 _MATCHERS: "weakref.WeakKeyDictionary[Any, _Matcher]" = weakref.WeakKeyDictionary()
 
 
-def _all_matches(context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False) -> List[OperationMatch]:
+def _all_matches(
+    context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False
+) -> List[OperationMatch]:
     catalog = catalog or load_catalog()
     matcher = _MATCHERS.get(context)
     if matcher is None or matcher.index.catalog is not catalog:
@@ -493,7 +501,9 @@ def match_operations(
     return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior != IGNORES_FLAG]
 
 
-def match_third_party(context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False) -> List[OperationMatch]:
+def match_third_party(
+    context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False
+) -> List[OperationMatch]:
     """The third-party kernels that ignore the flag (TDL203) a call performs."""
     return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior == IGNORES_FLAG]
 

@@ -137,8 +137,14 @@ class LocalPositions:
                 raise _Unmappable()
             statement, line = match[0], _first_line(match[1])
             # Descend into a class or function body when the node lies inside it.
-            if isinstance(statement, _BODY_OWNERS) and position + 2 < len(chain) and isinstance(statement.body, cst.IndentedBlock):
-                if chain[position + 1] is statement.body and isinstance(match[1], (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if (
+                isinstance(statement, _BODY_OWNERS)
+                and position + 2 < len(chain)
+                and isinstance(statement.body, cst.IndentedBlock)
+            ):
+                if chain[position + 1] is statement.body and isinstance(
+                    match[1], (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+                ):
                     cst_body, ast_body = statement.body.body, match[1].body
                     position += 2
                     continue
@@ -188,8 +194,12 @@ class LocalPositions:
         # when the node renders that indentation itself (statements, decorators, ...);
         # one that ends at a line start ends before the next line's indentation.
         owns_indent = inclusive and isinstance(node, _INDENT_OWNERS)
-        start_line, start_column = self._shift(code_range.start.line, code_range.start.column, statement_line, first_line, rendered, owns_indent)
-        end_line, end_column = self._shift(code_range.end.line, code_range.end.column, statement_line, first_line, rendered, owns_indent)
+        start_line, start_column = self._shift(
+            code_range.start.line, code_range.start.column, statement_line, first_line, rendered, owns_indent
+        )
+        end_line, end_column = self._shift(
+            code_range.end.line, code_range.end.column, statement_line, first_line, rendered, owns_indent
+        )
         return start_line, start_column, end_line, end_column
 
     def _shift(

@@ -20,16 +20,38 @@ from torchdet_lint.core.names import NameResolver, dotted_name, find_arg, litera
 
 NO_GRAD_CONTEXTS = frozenset(
     {
-        "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
-        "torch.autograd.grad_mode.inference_mode", "torch.autograd.inference_mode",
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+        "torch.autograd.inference_mode",
     }
 )
-GRAD_SWITCHES = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
+GRAD_SWITCHES = frozenset(
+    {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"}
+)
 GRAD_ON_CONTEXTS = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
 # Builtins whose result is never a tensor.
 _NON_TENSOR_BUILTINS = frozenset(
     "builtins." + name
-    for name in ("list", "dict", "set", "frozenset", "tuple", "str", "int", "float", "bool", "bytes", "range", "enumerate", "zip", "open", "len")
+    for name in (
+        "list",
+        "dict",
+        "set",
+        "frozenset",
+        "tuple",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "bytes",
+        "range",
+        "enumerate",
+        "zip",
+        "open",
+        "len",
+    )
 )
 _TENSOR_WORDS = ("Tensor", "torch", "Any", "Parameter", "Module")
 # Methods whose result keeps the receiver's device and autograd state (for `x = x.float()` chains).
@@ -50,9 +72,33 @@ _LEGACY_CPU_CONSTRUCTORS = frozenset(f"torch.{kind}Tensor" for kind in _LEGACY_K
 _LEGACY_CUDA_CONSTRUCTORS = frozenset(f"torch.cuda.{kind}Tensor" for kind in _LEGACY_KINDS)
 _NEUTRAL_METHODS = frozenset(
     {
-        "float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "clone", "view", "reshape",
-        "squeeze", "unsqueeze", "permute", "transpose", "flatten", "unflatten", "movedim", "moveaxis", "expand",
-        "repeat", "narrow", "view_as", "reshape_as", "expand_as", "chunk", "split",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "long",
+        "int",
+        "bool",
+        "contiguous",
+        "clone",
+        "view",
+        "reshape",
+        "squeeze",
+        "unsqueeze",
+        "permute",
+        "transpose",
+        "flatten",
+        "unflatten",
+        "movedim",
+        "moveaxis",
+        "expand",
+        "repeat",
+        "narrow",
+        "view_as",
+        "reshape_as",
+        "expand_as",
+        "chunk",
+        "split",
     }
 )
 # Readers of saved tensors -> (the device argument: keyword, position; whether its default is the
@@ -212,7 +258,20 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         class, a container or literal, or a parameter annotated with a non-tensor type."""
         if depth > MAX_DEPTH:
             return False
-        if isinstance(node, (cst.List, cst.Dict, cst.Set, cst.Tuple, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float)):
+        if isinstance(
+            node,
+            (
+                cst.List,
+                cst.Dict,
+                cst.Set,
+                cst.Tuple,
+                cst.SimpleString,
+                cst.ConcatenatedString,
+                cst.FormattedString,
+                cst.Integer,
+                cst.Float,
+            ),
+        ):
             return True
         if isinstance(node, cst.Call):
             return self._non_tensor_producer(node)
@@ -227,7 +286,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return bool(values) and all(v is not None and self.known_non_tensor(v, depth + 1) for v in values)
         return False
 
-    def tensor_state(self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None) -> TensorState:
+    def tensor_state(
+        self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None
+    ) -> TensorState:
         """What a tensor expression visibly is: `torch.from_numpy(...)`, `.numpy()`-derived,
         `torch.FloatTensor(...)` and the other legacy CPU type constructors, and
         `torch.tensor(...)` / `torch.as_tensor(...)` without `device=` or `requires_grad=True` are
@@ -335,7 +396,11 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         if isinstance(annotation, (cst.Name, cst.Attribute)):
             qualified = self.resolver.qualified_name(annotation) or dotted_name(annotation) or ""
             last = qualified.rsplit(".", 1)[-1]
-            return qualified.startswith(("numpy.", "builtins.")) or last[:1].isupper() or last in ("int", "str", "float", "bool", "list", "dict")
+            return (
+                qualified.startswith(("numpy.", "builtins."))
+                or last[:1].isupper()
+                or last in ("int", "str", "float", "bool", "list", "dict")
+            )
         return isinstance(annotation, cst.Subscript)  # List[...], Dict[...], Optional[SomeClass]: not a tensor
 
     def _bind(self, name: str, value: Optional[cst.BaseExpression]) -> None:
@@ -406,7 +471,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 frame.names[star.name.value] = [None]
-        self._callee_nodes.update(id(name) for name in (node.name, *(param.name for param in (*params.posonly_params, *params.params, *params.kwonly_params))))
+        self._callee_nodes.update(
+            id(name)
+            for name in (node.name, *(param.name for param in (*params.posonly_params, *params.params, *params.kwonly_params)))
+        )
         if owner.kind == "class" and len(self.frames) == 2:
             self.identities.append(("self", node.name.value))
         elif len(self.frames) == 1:
@@ -495,7 +563,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
     leave_SimpleStatementSuite = leave_IndentedBlock
 
     def visit_With(self, node: cst.With) -> None:
-        effects = [self._grad_effect(item.item) for item in node.items if isinstance(item.item, (cst.Call, cst.Name, cst.Attribute))]
+        effects = [
+            self._grad_effect(item.item) for item in node.items if isinstance(item.item, (cst.Call, cst.Name, cst.Attribute))
+        ]
         known = [effect for effect in effects if effect is not None]
         self.with_grad.append(known[-1] if known else None)
         self.without_init.append(any(type(item.item) is cst.Call and self._skips_init(item.item) for item in node.items))
@@ -575,7 +645,12 @@ def cpu_guard(test: cst.BaseExpression) -> Tuple[FrozenSet[str], FrozenSet[str]]
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         left, target = test.left, test.comparisons[0]
         device = literal(target.comparator)
-        is_type = isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute) and left.value.attr.value == "device"
+        is_type = (
+            isinstance(left, cst.Attribute)
+            and left.attr.value == "type"
+            and isinstance(left.value, cst.Attribute)
+            and left.value.attr.value == "device"
+        )
         if is_type and device in ("cpu", "cuda") and isinstance(target.operator, (cst.Equal, cst.NotEqual)):
             name = dotted_name(left.value.value)
             if name is None:
@@ -594,7 +669,12 @@ def _counter_target(target: cst.BaseExpression, iterable: cst.BaseExpression, re
     name = resolver.qualified_name(iterable.func)
     if name == "builtins.range" and isinstance(target, cst.Name):
         return target.value
-    if name == "builtins.enumerate" and isinstance(target, cst.Tuple) and target.elements and isinstance(target.elements[0].value, cst.Name):
+    if (
+        name == "builtins.enumerate"
+        and isinstance(target, cst.Tuple)
+        and target.elements
+        and isinstance(target.elements[0].value, cst.Name)
+    ):
         return target.elements[0].value.value
     return None
 
@@ -607,12 +687,17 @@ def _cpu_location(value: cst.BaseExpression, resolver: NameResolver) -> bool:
     if isinstance(text, str):
         return text.startswith("cpu")
     if isinstance(value, cst.Call) and resolver.qualified_name(value.func) == "torch.device":
-        return bool(value.args) and isinstance(literal(value.args[0].value), str) and literal(value.args[0].value).startswith("cpu")
+        return (
+            bool(value.args) and isinstance(literal(value.args[0].value), str) and literal(value.args[0].value).startswith("cpu")
+        )
     if isinstance(value, cst.Lambda):
         params = value.params.params
         return bool(params) and isinstance(value.body, cst.Name) and value.body.value == params[0].name.value
     if isinstance(value, cst.Dict) and value.elements:
-        return all(isinstance(e, cst.DictElement) and isinstance(literal(e.value), str) and literal(e.value).startswith("cpu") for e in value.elements)
+        return all(
+            isinstance(e, cst.DictElement) and isinstance(literal(e.value), str) and literal(e.value).startswith("cpu")
+            for e in value.elements
+        )
     return False
 
 

@@ -18,8 +18,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from torchdet_lint.core.catalog import Catalog, load_catalog
 from torchdet_lint.checks import all_rules
+from torchdet_lint.core.catalog import Catalog, load_catalog
 from torchdet_lint.core.settings import ALL_PROFILES, Settings
 
 SEED_COVERAGE = ("torch", "random", "numpy", "deterministic", "cudnn")
@@ -42,13 +42,17 @@ def _describe(value: Any) -> str:
 
 def _library_versions(value: Any, where: Path) -> Tuple[Tuple[str, str], ...]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: `library-versions` must be a table of library = \"version\", got {_describe(value)}")
+        raise ConfigError(f'{where}: `library-versions` must be a table of library = "version", got {_describe(value)}')
     known = sorted(library.name for library in load_catalog().libraries)
     for name, version in value.items():
         if name not in known:
-            raise ConfigError(f"{where}: `library-versions.{name}`: the catalog describes no library {name!r} (known: {', '.join(known)})")
+            raise ConfigError(
+                f"{where}: `library-versions.{name}`: the catalog describes no library {name!r} (known: {', '.join(known)})"
+            )
         if not isinstance(version, str) or not _VERSION_RE.match(version):
-            raise ConfigError(f"{where}: `library-versions.{name}` must be a version string like \"0.18\", got {_describe(version)}")
+            raise ConfigError(
+                f'{where}: `library-versions.{name}` must be a version string like "0.18", got {_describe(version)}'
+            )
     return tuple(sorted(value.items()))
 
 
@@ -65,13 +69,11 @@ def _parse_table(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
             )
         elif key == "profile":
             if value not in ALL_PROFILES:
-                raise ConfigError(
-                    f"{where}: `profile` must be one of {', '.join(sorted(ALL_PROFILES))}, got {_describe(value)}"
-                )
+                raise ConfigError(f"{where}: `profile` must be one of {', '.join(sorted(ALL_PROFILES))}, got {_describe(value)}")
             parsed["profile"] = value
         elif key == "torch-version":
             if not isinstance(value, str) or not _VERSION_RE.match(value):
-                raise ConfigError(f"{where}: `torch-version` must be a version string like \"2.3\", got {_describe(value)}")
+                raise ConfigError(f'{where}: `torch-version` must be a version string like "2.3", got {_describe(value)}')
             parsed["torch_version"] = value
         elif key == "library-versions":
             parsed["library_versions"] = _library_versions(value, where)

@@ -97,7 +97,8 @@ class Excluder:
                 parent == directory
                 or os.path.exists(os.path.join(directory, ".git"))
                 or not (directory + os.sep).startswith(self._root_prefix)
-                or directory + os.sep == self._root_prefix and not self._in_repository(directory)
+                or directory + os.sep == self._root_prefix
+                and not self._in_repository(directory)
             )
             if not stop:
                 chain = chain + self._chain(parent)

@@ -18,19 +18,19 @@ from typing import List, Optional, Tuple
 import libcst as cst
 from libcst._nodes.base import CSTNode
 
-from torchdet_lint.core.catalog import load_catalog
 from torchdet_lint.checks import file_rule_classes
+from torchdet_lint.core.catalog import load_catalog
 from torchdet_lint.core.context import FileContext
 from torchdet_lint.core.diagnostics import Diagnostic, error_diagnostic
+from torchdet_lint.core.names import forget_keyword_dicts
+from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.source import SourceText, python_ast
+from torchdet_lint.core.traversal import BatchedWalker
+from torchdet_lint.engine.suppressions import apply_suppressions
 from torchdet_lint.model.checkpoints import ResumeCollector
 from torchdet_lint.model.collector import SummaryCollector
 from torchdet_lint.model.scan import empty_summary
 from torchdet_lint.model.summary import FileSummary
-from torchdet_lint.core.names import forget_keyword_dicts
-from torchdet_lint.core.settings import Settings
-from torchdet_lint.core.source import SourceText, python_ast
-from torchdet_lint.engine.suppressions import apply_suppressions
-from torchdet_lint.core.traversal import BatchedWalker
 
 # A file that mentions none of these cannot hold a finding of any file rule,
 # so it is never parsed (the byte scan is far cheaper than a LibCST parse).
@@ -65,6 +65,8 @@ def _relevant_re() -> "re.Pattern[str]":
     imports `mmcv.ops` can hold a TDL203 finding): a new library needs no code here."""
     libraries = tuple(library.name for library in load_catalog().libraries)
     return re.compile("|".join([re.escape(word) for word in RELEVANT_WORDS + libraries] + list(SET_PATTERNS)))
+
+
 # LibCST needs about 700 bytes of memory per byte of source (7 GB for a 10 MB
 # file): past this size a file is generated code in practice, and parsing it
 # could exhaust the machine. torch's largest source file is 1.4 MB.
@@ -280,7 +282,11 @@ def _check_parsed(
     collector = SummaryCollector(context)
     resume = ResumeCollector.for_file(context, collector)  # None when the text cannot hold a resume fact
     # A rule whose trigger words the file does not contain stays out of the walk (`Rule.trigger_words`).
-    rules = [rule_class(context) for rule_class in file_rule_classes(options.selected) if rule_class.may_report_in(text, options.settings)]
+    rules = [
+        rule_class(context)
+        for rule_class in file_rule_classes(options.selected)
+        if rule_class.may_report_in(text, options.settings)
+    ]
     try:
         forget_keyword_dicts()
         BatchedWalker([context.resolver, context.scopes, collector, *([resume] if resume else []), *rules]).walk(module)

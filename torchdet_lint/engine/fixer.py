@@ -26,11 +26,11 @@ from torchdet_lint.core.diagnostics import (
     Fix,
     sort_diagnostics,
 )
+from torchdet_lint.core.source import SourceText, encode_source
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import FileResult, RunOptions
 from torchdet_lint.engine.project import ProjectContext, run_project_rules
 from torchdet_lint.engine.runner import RunResult, lint_source, module_name_for
-from torchdet_lint.core.source import SourceText, encode_source
 
 # Ruff's bound: fixes that keep producing new fixes are a bug in a rule, and
 # a run must end anyway.
@@ -387,9 +387,7 @@ class _FixSession:
             if state.regions is not None:
                 state.regions.apply(edits)
             state.text = new_text
-            self.applied.extend(
-                AppliedFix(path, d.code, d.name, d.fix.title, d.fix.applicability.value, d.line) for d in fixed
-            )
+            self.applied.extend(AppliedFix(path, d.code, d.name, d.fix.title, d.fix.applicability.value, d.line) for d in fixed)
             changed.append(state)
         return changed
 
@@ -437,6 +435,7 @@ class _FixSession:
 
     def errors(self) -> List[str]:
         return [state.error for _, state in sorted(self.states.items()) if state.error]
+
 
 def _codes(fixed: Iterable[Diagnostic]) -> str:
     codes = sorted({d.code for d in fixed})

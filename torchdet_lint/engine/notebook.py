@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.core.diagnostics import KEPT_IF_FIRST_PARTY_DRAWS, Diagnostic, Edit, error_diagnostic
-from torchdet_lint.engine.file_pass import FileResult, RunOptions, check_text
 from torchdet_lint.core.source import SourceText
+from torchdet_lint.engine.file_pass import FileResult, RunOptions, check_text
 from torchdet_lint.engine.suppressions import apply_suppressions
 
 # Cell magics whose body is Python run in the notebook: the body is linted.

@@ -12,12 +12,20 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchdet_lint.checks import project_rule_classes
-from torchdet_lint.core.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS, SILENCED_BY_FLAG, SILENCED_BY_REACHED_COVERS, SILENCED_BY_SEEDING_CONSTRUCTOR, SILENCED_BY_SET_EPOCH, Diagnostic
+from torchdet_lint.core.diagnostics import (
+    DRAW_PLACEHOLDER,
+    KEPT_IF_FIRST_PARTY_DRAWS,
+    SILENCED_BY_FLAG,
+    SILENCED_BY_REACHED_COVERS,
+    SILENCED_BY_SEEDING_CONSTRUCTOR,
+    SILENCED_BY_SET_EPOCH,
+    Diagnostic,
+)
+from torchdet_lint.core.source import LineIndex
 from torchdet_lint.engine.file_pass import FileResult, RunOptions
+from torchdet_lint.engine.suppressions import apply_suppressions
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
-from torchdet_lint.core.source import LineIndex
-from torchdet_lint.engine.suppressions import apply_suppressions
 
 
 @dataclass
@@ -96,7 +104,9 @@ def project_phase(
             result.diagnostics = [
                 d
                 for d in result.diagnostics
-                if not any(project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ())
+                if not any(
+                    project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ()
+                )
             ]
     by_path: Dict[str, List[Diagnostic]] = {}
     for rule in rules:

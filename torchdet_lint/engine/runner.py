@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.engine.cache import Cache, SummaryIndex, content_digest, summary_fingerprint
 from torchdet_lint.core.catalog import load_catalog, newest_version
-from torchdet_lint.engine.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.core.diagnostics import Diagnostic, error_diagnostic, sort_diagnostics
+from torchdet_lint.core.source import SourceError, SourceText, decode_source, read_bytes
+from torchdet_lint.engine.cache import Cache, SummaryIndex, content_digest, summary_fingerprint
+from torchdet_lint.engine.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import FileResult, RunOptions, cyclic_gc_paused, lint_python
 from torchdet_lint.engine.notebook import lint_notebook
-from torchdet_lint.model.project import Project
 from torchdet_lint.engine.project import ProjectContext, project_phase
-from torchdet_lint.core.source import SourceError, SourceText, decode_source, read_bytes
 from torchdet_lint.engine.workspace import ProjectScope
+from torchdet_lint.model.project import Project
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -336,7 +336,9 @@ def run_scopes(
     extra_codes: frozenset = frozenset(),
 ) -> RunResult:
     """Lint the named files of each project; the project phase sees every file of it."""
-    combined = RunResult(timings={"file_pass": 0.0, "project_phase": 0.0, "context": 0.0, "context_files": 0, "context_computed": 0})
+    combined = RunResult(
+        timings={"file_pass": 0.0, "project_phase": 0.0, "context": 0.0, "context_files": 0, "context_computed": 0}
+    )
     for scope in scopes:
         options = make_options(scope.settings, first_party_names(scope.files), extra_codes)
         started = time.perf_counter()

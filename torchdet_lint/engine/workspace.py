@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from torchdet_lint.core.settings import Settings
 from torchdet_lint.engine.config import ConfigError, formatter_line_length, has_table, load_config_file, validate_selectors
 from torchdet_lint.engine.discovery import SOURCE_SUFFIXES, Excluder, SourceFile, display_path
-from torchdet_lint.core.settings import Settings
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 PYPROJECT = "pyproject.toml"

@@ -11,17 +11,24 @@ checkpoint dict or an optimizer.
 
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
-import re
-import sys
-
 import libcst as cst
 
-from torchdet_lint.model.facts import GENERATOR_POSITION, RANDOM_SAMPLERS, config_helpers, facts, helper_covers, is_dataloader, loader_name
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
 from torchdet_lint.core.traversal import BatchedWalker
+from torchdet_lint.model.facts import (
+    GENERATOR_POSITION,
+    RANDOM_SAMPLERS,
+    config_helpers,
+    facts,
+    helper_covers,
+    is_dataloader,
+    loader_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
@@ -56,8 +63,12 @@ CAPTURES: Dict[str, Tuple[str, ...]] = {
 # Optimizers built by a factory or a class outside `torch.optim` (a load of their state resumes training).
 OPTIMIZER_FACTORIES = frozenset(
     {
-        "timm.optim.create_optimizer", "timm.optim.create_optimizer_v2", "transformers.AdamW", "transformers.Adafactor",
-        "transformers.optimization.AdamW", "transformers.optimization.Adafactor",
+        "timm.optim.create_optimizer",
+        "timm.optim.create_optimizer_v2",
+        "transformers.AdamW",
+        "transformers.Adafactor",
+        "transformers.optimization.AdamW",
+        "transformers.optimization.Adafactor",
         "torch.distributed.optim.ZeroRedundancyOptimizer",
     }
 )
@@ -265,9 +276,33 @@ def _first_party(context: "FileContext", target: Optional[str]) -> bool:
 
 # Never first-party unless the project is one of them (a cost filter: the project phase decides).
 LIBRARIES = frozenset(sys.stdlib_module_names) | {
-    "torch", "torchvision", "torchaudio", "numpy", "scipy", "pandas", "sklearn", "PIL", "cv2", "matplotlib",
-    "transformers", "accelerate", "datasets", "lightning", "pytorch_lightning", "timm", "apex", "deepspeed",
-    "wandb", "tensorboard", "tqdm", "einops", "fvcore", "detectron2", "hydra", "omegaconf", "submitit",
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "numpy",
+    "scipy",
+    "pandas",
+    "sklearn",
+    "PIL",
+    "cv2",
+    "matplotlib",
+    "transformers",
+    "accelerate",
+    "datasets",
+    "lightning",
+    "pytorch_lightning",
+    "timm",
+    "apex",
+    "deepspeed",
+    "wandb",
+    "tensorboard",
+    "tqdm",
+    "einops",
+    "fvcore",
+    "detectron2",
+    "hydra",
+    "omegaconf",
+    "submitit",
 }
 
 
@@ -324,7 +359,9 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         frame = self.frames[-1]
         frame.loops += 1
         iterated = node.iter
-        if frame.node is not None and (type(iterated) is cst.Name or (type(iterated) is cst.Call and type(iterated.func) is cst.Attribute)):
+        if frame.node is not None and (
+            type(iterated) is cst.Name or (type(iterated) is cst.Call and type(iterated.func) is cst.Attribute)
+        ):
             self._spread(frame, node)
 
     def _spread(self, frame: _Frame, node: cst.For) -> None:
@@ -633,8 +670,16 @@ class ResumeCollector(cst.BatchableCSTVisitor):
     def finish(self) -> Optional[ResumeFacts]:
         facts_ = self.facts
         if not (
-            facts_.checkpoints or facts_.loads or facts_.captures or facts_.loader_generators or facts_.loop_seeds
-            or facts_.wrapped or facts_.parameter_saves or facts_.forwards or facts_.parameter_loads or facts_.optimizer_arguments
+            facts_.checkpoints
+            or facts_.loads
+            or facts_.captures
+            or facts_.loader_generators
+            or facts_.loop_seeds
+            or facts_.wrapped
+            or facts_.parameter_saves
+            or facts_.forwards
+            or facts_.parameter_loads
+            or facts_.optimizer_arguments
         ):
             return None
         if facts_.checkpoints or facts_.loads or facts_.wrapped or facts_.parameter_loads:
@@ -685,7 +730,9 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         opening, closing = ("{", "}") if type(display) is cst.Dict else (_code(context, display.func) + "(", ")")
         return opening + newline + "".join(lines) + inner + entry + "," + newline + indent + closing
 
-    def _entry_edit(self, call: cst.Call, display: cst.BaseExpression, item_name: Optional[str], quote: str) -> Optional[EntryEdit]:
+    def _entry_edit(
+        self, call: cst.Call, display: cst.BaseExpression, item_name: Optional[str], quote: str
+    ) -> Optional[EntryEdit]:
         """Where `"rng_state": <call>` goes: an item assignment before the save, or one more
         entry of the dict display (`rng_state=<call>` of a `dict(...)` call), in its own layout."""
         context = self.context
@@ -811,7 +858,9 @@ def _strings(node: cst.CSTNode) -> List[cst.SimpleString]:
 Node = Tuple[str, str]
 
 
-def saves_argument(project: Any, resume: Dict[str, ResumeFacts], node: Node, position: Optional[int], keyword: Optional[str], depth: int = 0) -> bool:
+def saves_argument(
+    project: Any, resume: Dict[str, ResumeFacts], node: Node, position: Optional[int], keyword: Optional[str], depth: int = 0
+) -> bool:
     """Whether the function `node` `torch.save`s the argument a call passes it at `position` or by
     `keyword` (itself, or through one more first-party function it passes the parameter to)."""
     facts = resume.get(node[0])
@@ -835,7 +884,11 @@ def wrapped_checkpoints(project: Any, resume: Dict[str, ResumeFacts], display: s
     found = []
     for site in resume[display].wrapped:
         through = site.through
-        savers = [node for node in project.resolve(display, through.target) if saves_argument(project, resume, node, through.position, through.keyword)]
+        savers = [
+            node
+            for node in project.resolve(display, through.target)
+            if saves_argument(project, resume, node, through.position, through.keyword)
+        ]
         if savers:
             found.append((site, savers))
     return found
@@ -853,7 +906,11 @@ def optimizer_loads(project: Any, resume: Dict[str, ResumeFacts]) -> List[Tuple[
                 helper = resume.get(path)
                 for load in helper.parameter_loads if helper is not None else ():
                     via = (display, argument.key)
-                    if load.key == key and load.parameter.takes(argument.position, argument.keyword) and (path, load.line, via) not in seen:
+                    if (
+                        load.key == key
+                        and load.parameter.takes(argument.position, argument.keyword)
+                        and (path, load.line, via) not in seen
+                    ):
                         seen.add((path, load.line, via))
                         found.append((path, OptimizerLoad(key, load.line, argument.receiver, parameter=load.parameter, via=via)))
     return found

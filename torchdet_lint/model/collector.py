@@ -12,6 +12,18 @@ import libcst as cst
 
 from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.catalog import RAISES
+from torchdet_lint.core.names import (
+    NOT_LITERAL,
+    arg_value,
+    canonical,
+    dotted_name,
+    find_arg,
+    has_star_args,
+    literal,
+    opaque_keywords,
+)
+from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
+from torchdet_lint.core.source import block_top_line
 from torchdet_lint.model.facts import (
     BENCHMARK_SETTINGS,
     COMMAND_RUNNERS,
@@ -19,8 +31,10 @@ from torchdet_lint.model.facts import (
     CONVOLUTION_RE,
     DATA_LOADING,
     LAMBDA_CALLERS,
+    LIGHTNING_LOADER_HOOKS,
     RUNNER_METHODS,
     RUNNERS,
+    TRAINER_METHODS,
     builds_from_module_dict,
     config_helpers,
     draw_kind,
@@ -31,8 +45,6 @@ from torchdet_lint.model.facts import (
     is_dataloader,
     is_setup_call,
     loader_name,
-    LIGHTNING_LOADER_HOOKS,
-    TRAINER_METHODS,
     loader_position,
     loader_shuffles,
     mentions_cuda,
@@ -61,14 +73,12 @@ from torchdet_lint.model.summary import (
     Spawn,
     WorkerFunction,
 )
-from torchdet_lint.core.names import NOT_LITERAL, arg_value, canonical, dotted_name, find_arg, has_star_args, literal, opaque_keywords
-from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
-from torchdet_lint.core.source import block_top_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
 
 _ENVIRON_CALLS = frozenset({"os.environ.setdefault", "os.environ.update"})
+
 
 def is_main_guard(node: cst.If) -> bool:
     test = node.test
@@ -173,7 +183,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     if type(small) is not cst.Assign:
                         continue
                     value = small.value
-                    local = value.value if type(value) is cst.Name and (value.value in self.module_defs or value.value in aliases) else None
+                    local = (
+                        value.value
+                        if type(value) is cst.Name and (value.value in self.module_defs or value.value in aliases)
+                        else None
+                    )
                     for target in small.targets:
                         if type(target.target) is cst.Name:
                             name = target.target.value
@@ -298,7 +312,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self.summary.classes[class_name].methods.append(name)
                 if name == "__init__":
                     params = node.params
-                    self.summary.classes[class_name].init_parameters = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+                    self.summary.classes[class_name].init_parameters = [
+                        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                    ]
             else:
                 self.summary.signatures[name] = _signature(node)
                 self.function_nodes[name] = node
@@ -338,7 +354,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         return self._target(func, self.context.qualified_name(func))
 
     def _registry_member(self, registry: cst.BaseExpression) -> Optional[str]:
-        """"<registry>[]" for `REGISTRY[...]`: the project phase resolves it through
+        """ "<registry>[]" for `REGISTRY[...]`: the project phase resolves it through
         `FileSummary.registries` and the registering decorators."""
         if type(registry) not in (cst.Name, cst.Attribute):
             return None
@@ -349,8 +365,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def _module_name(self, name: str) -> bool:
         """A name of this module's own (not an import, not a local of the running function)."""
-        return name in self.resolver.module_final and self.resolver.module_final[name] is None and (
-            self.key in (MODULE_KEY, MAIN_KEY) or not self.context.scopes.values(name)
+        return (
+            name in self.resolver.module_final
+            and self.resolver.module_final[name] is None
+            and (self.key in (MODULE_KEY, MAIN_KEY) or not self.context.scopes.values(name))
         )
 
     def _first_party(self, target: str) -> bool:
@@ -445,7 +463,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self.function.add_cover("cudnn", self._site("`cudnn.deterministic = True`", "assign"))
             elif name == "torch.backends.cudnn.benchmark":
                 self.function.add_cover("cudnn-benchmark", self._site("`cudnn.benchmark = ...`", "assign"))
-            elif name is not None and name.startswith("torch._inductor.") and name == inductor_facts().deterministic.qualified and literal(value) is True:
+            elif (
+                name is not None
+                and name.startswith("torch._inductor.")
+                and name == inductor_facts().deterministic.qualified
+                and literal(value) is True
+            ):
                 self.function.add_cover(COVER_EXPLICIT, self._site("`torch._inductor.config.deterministic = True`", "assign"))
             elif type(target.target) is cst.Subscript and self.context.qualified_name(target.target.value) == "os.environ":
                 element = target.target.slice[0].slice if len(target.target.slice) == 1 else None
@@ -497,16 +520,27 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             target_node = target.target
             if self._at_module_level() and isinstance(target_node, cst.Name):
                 name = target_node.value
-                self.summary.module_rngs[name] = self._located(RngAttribute(name, constructor, 0, module_level=True), "call", self.calls_seen)
+                self.summary.module_rngs[name] = self._located(
+                    RngAttribute(name, constructor, 0, module_level=True), "call", self.calls_seen
+                )
             class_name = self.keys[-1][1] if len(self.keys) > 1 else (self.class_stack[-1] if self.class_stack else None)
             if class_name is None or class_name not in self.summary.classes:
                 continue
             in_init = self.key == f"{class_name}.__init__"
             in_class_body = len(self.keys) == 1 and self.class_stack and self.class_stack[-1] == class_name
-            if in_init and isinstance(target_node, cst.Attribute) and isinstance(target_node.value, cst.Name) and target_node.value.value == "self":
-                self.summary.classes[class_name].rng_attributes.append(self._located(RngAttribute(target_node.attr.value, constructor, 0), "call", self.calls_seen))
+            if (
+                in_init
+                and isinstance(target_node, cst.Attribute)
+                and isinstance(target_node.value, cst.Name)
+                and target_node.value.value == "self"
+            ):
+                self.summary.classes[class_name].rng_attributes.append(
+                    self._located(RngAttribute(target_node.attr.value, constructor, 0), "call", self.calls_seen)
+                )
             elif in_class_body and isinstance(target_node, cst.Name):
-                self.summary.classes[class_name].rng_attributes.append(self._located(RngAttribute(target_node.value, constructor, 0), "call", self.calls_seen))
+                self.summary.classes[class_name].rng_attributes.append(
+                    self._located(RngAttribute(target_node.value, constructor, 0), "call", self.calls_seen)
+                )
 
     # -- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -660,7 +694,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if summary_class is not None and not any(r.attribute == func.value.value for r in summary_class.rng_attributes):
                 rng = self.summary.module_rngs.get(func.value.value)
                 constructor = rng.constructor if rng else "numpy.random.default_rng"
-                summary_class.rng_attributes.append(self._located(RngAttribute(func.value.value, constructor, 0, module_level=True), "call", index))
+                summary_class.rng_attributes.append(
+                    self._located(RngAttribute(func.value.value, constructor, 0, module_level=True), "call", index)
+                )
         worker_fn = arg_value(node, "worker_init_fn")
         if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
@@ -885,7 +921,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if opaque_keywords(node):
             return  # num_workers / worker_init_fn may be hidden in **kwargs
         workers = arg_value(node, "num_workers", loader_position(qualified, 5))
-        if workers is None or literal(workers) == 0 or arg_value(node, "worker_init_fn", loader_position(qualified, 10)) is not None:
+        if (
+            workers is None
+            or literal(workers) == 0
+            or arg_value(node, "worker_init_fn", loader_position(qualified, 10)) is not None
+        ):
             return
         dataset_expression = arg_value(node, "dataset", 0)
         reference = self._dataset(dataset_expression, [], 0) if dataset_expression is not None else None
@@ -952,7 +992,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             or bool(self.loader_calls)
             or bool(self.spawn_calls)  # a spawned function's fix may need imports (a library file starting processes)
         )
-        located = self.context.has_reports or bool(self.loader_calls) or bool(self.spawn_calls)  # findings to place in their functions
+        located = (
+            self.context.has_reports or bool(self.loader_calls) or bool(self.spawn_calls)
+        )  # findings to place in their functions
         if needs_anchors or self.pending or located:
             tree = self.context.python_tree()
             if tree is not None:
@@ -1019,13 +1061,21 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if name == "seed_worker" or name in self.worker_init_names:
                 start, end = context.node_offsets(node)
                 body = node.body
-                indent = body.indent if isinstance(body, cst.IndentedBlock) and body.indent is not None else context.module.default_indent
+                indent = (
+                    body.indent
+                    if isinstance(body, cst.IndentedBlock) and body.indent is not None
+                    else context.module.default_indent
+                )
                 params = node.params.params
                 parameter = params[0].name.value if params else "worker_id"
                 end_line = context.node_range(node)[2]
                 end_offset = context.lines.offset(end_line + 1, 0) if end_line < len(context.lines.starts) else len(context.text)
                 self.summary.worker_functions[name] = WorkerFunction(name, end_offset, indent, parameter, context.text[start:end])
-        reuse = "seed_worker" if "seed_worker" in self.summary.worker_functions else next(iter(sorted(self.summary.worker_functions)), None)
+        reuse = (
+            "seed_worker"
+            if "seed_worker" in self.summary.worker_functions
+            else next(iter(sorted(self.summary.worker_functions)), None)
+        )
         for node, reference, key in self.loader_calls:
             line, column, end_line, end_column = context.node_range(node)
             start, end = context.node_offsets(node)
@@ -1092,7 +1142,9 @@ def _subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
 
 
 def _is_declaration(statement: cst.BaseStatement) -> bool:
-    return type(statement) is cst.SimpleStatementLine and all(type(small) in (cst.Global, cst.Nonlocal) for small in statement.body)
+    return type(statement) is cst.SimpleStatementLine and all(
+        type(small) in (cst.Global, cst.Nonlocal) for small in statement.body
+    )
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
@@ -1116,11 +1168,21 @@ def _spelling(func: cst.BaseExpression) -> str:
 
 
 # What a seeding helper's body may call besides seeding: flag settings, logging, argument handling.
-_HELPER_BODY_PREFIXES = ("torch.backends.", "os.environ", "logging.", "warnings.", "torch.use_deterministic_algorithms", "torch.set_deterministic")
+_HELPER_BODY_PREFIXES = (
+    "torch.backends.",
+    "os.environ",
+    "logging.",
+    "warnings.",
+    "torch.use_deterministic_algorithms",
+    "torch.set_deterministic",
+)
 _HELPER_BODY_CALLS = frozenset(
-    "builtins." + name for name in ("print", "int", "str", "float", "bool", "isinstance", "hasattr", "getattr", "len", "abs", "hash", "max", "min")
+    "builtins." + name
+    for name in ("print", "int", "str", "float", "bool", "isinstance", "hasattr", "getattr", "len", "abs", "hash", "max", "min")
 ) | frozenset({"os.getenv", "torch.cuda.is_available", "torch.initial_seed"})
-_HELPER_BODY_METHODS = frozenset({"manual_seed", "manual_seed_all", "seed", "info", "warning", "warn", "debug", "get", "setdefault", "format"})
+_HELPER_BODY_METHODS = frozenset(
+    {"manual_seed", "manual_seed_all", "seed", "info", "warning", "warn", "debug", "get", "setdefault", "format"}
+)
 
 
 def _seeding_body_call(qualified: Optional[str], attribute: Optional[str], table, configured) -> bool:

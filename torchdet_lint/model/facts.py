@@ -177,7 +177,9 @@ def draw_kind(name: Optional[str], call: Optional[cst.Call] = None) -> Optional[
 def builds_from_module_dict(name: Optional[str]) -> bool:
     """`models.__dict__[args.arch](...)`: a builder looked up by name in a module of random
     builders (the subscripted object is `name`)."""
-    return bool(name) and name.endswith(".__dict__") and any(name[: -len("__dict__")] == prefix for prefix in facts().torch_prefixes)
+    return (
+        bool(name) and name.endswith(".__dict__") and any(name[: -len("__dict__")] == prefix for prefix in facts().torch_prefixes)
+    )
 
 
 GENERATOR_POSITION = {
@@ -320,40 +322,98 @@ def mentions_cuda(node: Optional[cst.CSTNode]) -> bool:
 # stored in tables, `OpInfo(sample_inputs_func=...)`) are not: nothing says they run.
 RUNNERS = frozenset(
     {
-        "fire.Fire", "typer.run", "absl.app.run", "jsonargparse.CLI", "jsonargparse.auto_cli", "functools.partial",
-        "builtins.map", "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "multiprocessing.Process",
-        "threading.Thread", "torch.distributed.elastic.multiprocessing.start_processes", "accelerate.notebook_launcher",
-        "hydra.main", "submitit.AutoExecutor.submit",
+        "fire.Fire",
+        "typer.run",
+        "absl.app.run",
+        "jsonargparse.CLI",
+        "jsonargparse.auto_cli",
+        "functools.partial",
+        "builtins.map",
+        "torch.multiprocessing.spawn",
+        "torch.multiprocessing.start_processes",
+        "multiprocessing.Process",
+        "threading.Thread",
+        "torch.distributed.elastic.multiprocessing.start_processes",
+        "accelerate.notebook_launcher",
+        "hydra.main",
+        "submitit.AutoExecutor.submit",
     }
 )
 # Command-line launchers that run one of the functions of a dict or list handed to them
 # (`fire.Fire({"train": train})`, litgpt's `CLI(PARSER_DATA)`): each first-party member is reached.
 COMMAND_RUNNERS = frozenset({"fire.Fire", "jsonargparse.CLI", "jsonargparse.auto_cli"})
-RUNNER_METHODS = frozenset({"submit", "map", "imap", "imap_unordered", "starmap", "apply_async", "run_in_executor", "launch", "spawn"})
+RUNNER_METHODS = frozenset(
+    {"submit", "map", "imap", "imap_unordered", "starmap", "apply_async", "run_in_executor", "launch", "spawn"}
+)
 # Calls that only store the functions handed to them.
 CONTAINERS = frozenset(
-    {"builtins.dict", "builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset", "collections.OrderedDict", "functools.lru_cache"}
+    {
+        "builtins.dict",
+        "builtins.list",
+        "builtins.tuple",
+        "builtins.set",
+        "builtins.frozenset",
+        "collections.OrderedDict",
+        "functools.lru_cache",
+    }
 )
 # A lambda runs as part of the enclosing code only when handed to one of these (or a runner);
 # elsewhere it is stored for later (`make_prim(..., lambda d: torch.randint(...))`).
-LAMBDA_CALLERS = frozenset({"builtins.sorted", "builtins.min", "builtins.max", "builtins.filter", "builtins.map", "builtins.list"})
+LAMBDA_CALLERS = frozenset(
+    {"builtins.sorted", "builtins.min", "builtins.max", "builtins.filter", "builtins.map", "builtins.list"}
+)
 # `torch.cuda.*` calls that are not CUDA work: the contract's exceptions, and queries that
 # only read the device's state (library code asks them to pick a code path).
 CUDA_NOT_WORK = frozenset(
     {
-        "is_available", "device_count", "get_device_name", "manual_seed", "manual_seed_all", "is_initialized",
-        "current_device", "get_device_properties", "get_device_capability", "get_arch_list", "is_bf16_supported",
-        "is_tf32_supported", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-        "memory_stats", "memory_summary", "mem_get_info", "utilization", "get_rng_state", "get_rng_state_all",
+        "is_available",
+        "device_count",
+        "get_device_name",
+        "manual_seed",
+        "manual_seed_all",
+        "is_initialized",
+        "current_device",
+        "get_device_properties",
+        "get_device_capability",
+        "get_arch_list",
+        "is_bf16_supported",
+        "is_tf32_supported",
+        "memory_allocated",
+        "max_memory_allocated",
+        "memory_reserved",
+        "max_memory_reserved",
+        "memory_stats",
+        "memory_summary",
+        "mem_get_info",
+        "utilization",
+        "get_rng_state",
+        "get_rng_state_all",
         # Housekeeping that runs no kernel (RULES.md "Decisions from real repositories").
-        "synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
-        "reset_accumulated_memory_stats", "memory_cached", "max_memory_cached", "ipc_collect",
+        "synchronize",
+        "empty_cache",
+        "reset_peak_memory_stats",
+        "reset_max_memory_allocated",
+        "reset_max_memory_cached",
+        "reset_accumulated_memory_stats",
+        "memory_cached",
+        "max_memory_cached",
+        "ipc_collect",
         # Version queries (`torch.cuda.nccl.version()`).
         "version",
         # Housekeeping (RULES.md, "Catalog and evidence"): choosing a device, streams and events,
         # and `torch.cuda.device(...)` objects, which run no kernel of the program's.
-        "set_device", "current_stream", "default_stream", "set_stream", "stream", "Stream", "ExternalStream", "StreamContext",
-        "Event", "device", "device_of", "init",
+        "set_device",
+        "current_stream",
+        "default_stream",
+        "set_stream",
+        "stream",
+        "Stream",
+        "ExternalStream",
+        "StreamContext",
+        "Event",
+        "device",
+        "device_of",
+        "init",
     }
 )
 
@@ -362,6 +422,8 @@ def is_cuda_work(qualified: str) -> bool:
     """A `torch.cuda.*` call that does CUDA work (not a query, not private plumbing)."""
     rest = qualified[len("torch.cuda.") :].split(".")
     return rest[-1] not in CUDA_NOT_WORK and not any(part.startswith("_") for part in rest)
+
+
 # TDL406: convolution layers and calls (torchvision's model builders are CNNs), and the
 # settings that choose cuDNN benchmarking explicitly (True or False: a deliberate choice).
 CONVOLUTION_RE = re.compile(
@@ -374,9 +436,21 @@ BENCHMARK_SETTINGS = frozenset({"lightning.pytorch.Trainer", "torch.backends.cud
 _SETUP_CALL_PREFIXES = ("argparse.", "logging.", "warnings.", "sys.path.")
 _SETUP_METHODS = frozenset(
     {
-        "add_argument", "add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser",
-        "set_defaults", "parse_args", "parse_known_args", "setLevel", "addHandler", "setFormatter", "addFilter",
-        "basicConfig", "filterwarnings", "simplefilter",
+        "add_argument",
+        "add_argument_group",
+        "add_mutually_exclusive_group",
+        "add_subparsers",
+        "add_parser",
+        "set_defaults",
+        "parse_args",
+        "parse_known_args",
+        "setLevel",
+        "addHandler",
+        "setFormatter",
+        "addFilter",
+        "basicConfig",
+        "filterwarnings",
+        "simplefilter",
     }
 )
 

@@ -97,7 +97,7 @@ class InductorFacts:
 def _version(value: Any, where: str) -> Version:
     parts = value.split(".") if isinstance(value, str) else []
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise InductorFactsError(f"{FILE}: {where}: {value!r} is not a version like \"2.10\"")
+        raise InductorFactsError(f'{FILE}: {where}: {value!r} is not a version like "2.10"')
     return int(parts[0]), int(parts[1])
 
 
@@ -139,7 +139,7 @@ def parse_inductor_facts(data: Mapping[str, Any]) -> InductorFacts:
     if len(set(names)) != len(names):
         raise InductorFactsError(f"{FILE}: setting names must be unique")
     if sum(1 for s in settings if s.role == DETERMINISTIC) != 1:
-        raise InductorFactsError(f"{FILE}: exactly one setting has role = \"{DETERMINISTIC}\"")
+        raise InductorFactsError(f'{FILE}: exactly one setting has role = "{DETERMINISTIC}"')
     autotune = {s.name for s in settings if s.role == AUTOTUNE}
     modes = []
     for index, table in enumerate(data.get("mode", [])):
@@ -151,9 +151,16 @@ def parse_inductor_facts(data: Mapping[str, Any]) -> InductorFacts:
         parsed = []
         for text, options in sets.items():
             if not isinstance(options, list) or not all(o in autotune for o in options):
-                raise InductorFactsError(f"{FILE}: {where}: `sets.\"{text}\"` must list autotune settings of this file")
+                raise InductorFactsError(f'{FILE}: {where}: `sets."{text}"` must list autotune settings of this file')
             parsed.append((_version(text, f"{where} sets"), tuple(options)))
-        modes.append(Mode(_text(table, "name", where), _version(table.get("since"), f"{where} since"), tuple(sorted(parsed)), _text(table, "source", where)))
+        modes.append(
+            Mode(
+                _text(table, "name", where),
+                _version(table.get("since"), f"{where} since"),
+                tuple(sorted(parsed)),
+                _text(table, "source", where),
+            )
+        )
     flag = data.get("flag")
     _keys(flag, {"sets-deterministic-since", "source", "notes"}, "[flag]")
     return InductorFacts(

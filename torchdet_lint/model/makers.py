@@ -34,9 +34,7 @@ COMMON_METHODS = frozenset(
 
 # Methods of `nn.Module` (and of tensors) that return the object itself: `Net().to(device)`,
 # `Net().cuda().eval()` and `model = model.half()` still hold the `Net` (RULES.md, "Reach also follows").
-SELF_RETURNING = frozenset(
-    "to cuda cpu half float double bfloat16 train eval requires_grad_ to_empty share_memory".split()
-)
+SELF_RETURNING = frozenset("to cuda cpu half float double bfloat16 train eval requires_grad_ to_empty share_memory".split())
 
 
 def unwrap_self_returning(node: cst.BaseExpression) -> cst.BaseExpression:

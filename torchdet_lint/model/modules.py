@@ -117,7 +117,10 @@ class ModuleIndex:
         """The name under which `importer` can import the file `display`."""
         best = None
         for name, entries in self.names.items():
-            if any(d == display for _, d in entries) and self._visible([e for e in entries if e[1] == display], importer) == display:
+            if (
+                any(d == display for _, d in entries)
+                and self._visible([e for e in entries if e[1] == display], importer) == display
+            ):
                 if best is None or len(name) < len(best):
                     best = name
         return best

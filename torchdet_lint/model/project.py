@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.core.settings import Settings
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.processes import SPAWN
 from torchdet_lint.model.summary import (
-    MAX_REGISTRY_MEMBERS,
     MAIN_KEY,
+    MAX_REGISTRY_MEMBERS,
     MAX_SITES,
     MODULE_KEY,
     REGISTRY_MEMBER,
@@ -23,7 +24,6 @@ from torchdet_lint.model.summary import (
     Site,
     Spawn,
 )
-from torchdet_lint.core.settings import Settings
 
 Node = Tuple[str, str]  # (file path as displayed, function key)
 
@@ -208,26 +208,36 @@ class Project:
         return node[0] in files or node in nodes
 
     def _find_spawn_start(self) -> Tuple[Set[str], Set[Node]]:
-        setters = {path for path, summary in self.summaries.items() if any("spawn-start" in f.covers for f in summary.functions.values())}
-        if not setters or not any(spawn.method != SPAWN for s in self.summaries.values() for f in s.functions.values() for spawn in f.spawns):
+        setters = {
+            path for path, summary in self.summaries.items() if any("spawn-start" in f.covers for f in summary.functions.values())
+        }
+        if not setters or not any(
+            spawn.method != SPAWN for s in self.summaries.values() for f in s.functions.values() for spawn in f.spawns
+        ):
             return setters, set()
         # Which runs reach a setter: backwards from the setters over the in-process edges of
         # everything the entry points reach (one walk for all, not one per entry point: the torch
         # tree has hundreds of scripts and two setters).
-        everything = _closure([start for entry in self.entry_points for start in self.entry_starts(entry)], self._calls_and_imports)
+        everything = _closure(
+            [start for entry in self.entry_points for start in self.entry_starts(entry)], self._calls_and_imports
+        )
         callers: Dict[Node, List[Node]] = {}
         for node in everything:
             for successor in self._calls_and_imports(node):
                 callers.setdefault(successor, []).append(node)
         setter_nodes = [
-            (file, key) for file, key in everything if file in setters and "spawn-start" in getattr(self.summaries[file].functions.get(key), "covers", ())
+            (file, key)
+            for file, key in everything
+            if file in setters and "spawn-start" in getattr(self.summaries[file].functions.get(key), "covers", ())
         ]
         reaching = _closure(setter_nodes, lambda node: callers.get(node, []))
         marked: Set[Node] = set()
         for entry in self.entry_points:
             starts = self.entry_starts(entry)
             if any(start in reaching for start in starts):
-                marked |= self._reached_in_process(starts)  # the functions this run calls, not every function of the files it imports
+                marked |= self._reached_in_process(
+                    starts
+                )  # the functions this run calls, not every function of the files it imports
         return setters, marked
 
     def _reached_in_process(self, starts: List[Node]) -> Set[Node]:
@@ -284,7 +294,10 @@ class Project:
         A named file that starts no process shows no spawned run: finding them would compute the
         reach of every entry point of the project (2 s of a pre-commit run in the torch tree)."""
         if self.reported is not None and not any(
-            function.spawns for display in self.reported if display in self.summaries for function in self.summaries[display].functions.values()
+            function.spawns
+            for display in self.reported
+            if display in self.summaries
+            for function in self.summaries[display].functions.values()
         ):
             return [entry for entry in self.entry_points if self.is_reported(entry.path)]
         return [entry for entry in self.runs if self.is_reported(entry.path)]
@@ -472,7 +485,13 @@ class Project:
             return False
         cls = self.summaries[found[0]].classes[found[1]]
         parameters = cls.init_parameters[1:]  # after `self`
-        name = keyword if keyword in parameters else parameters[position] if position is not None and position < len(parameters) else None
+        name = (
+            keyword
+            if keyword in parameters
+            else parameters[position]
+            if position is not None and position < len(parameters)
+            else None
+        )
         if name is None:
             return False
         if name in cls.seeded_parameters:
@@ -785,11 +804,18 @@ class Project:
                 # lives outside the tests (a `main()` that seeds before spawning is not one).
                 # Its body does nothing but seed, set flags, log and handle its arguments, and it lives
                 # outside every entry-point script.
-                if "seed" not in name.lower() or _is_test_file(display) or function.does_more or self.entry_point(display) is not None:
+                if (
+                    "seed" not in name.lower()
+                    or _is_test_file(display)
+                    or function.does_more
+                    or self.entry_point(display) is not None
+                ):
                     continue
                 reach = self.reach((display, name))
                 # A helper seeds and does nothing else worth naming: no draws, no device work, no processes.
-                if any(kind in reach.covers for kind in ("torch", "random", "numpy")) and not (reach.draws or reach.cuda or reach.ops or reach.spawns):
+                if any(kind in reach.covers for kind in ("torch", "random", "numpy")) and not (
+                    reach.draws or reach.cuda or reach.ops or reach.spawns
+                ):
                     found.append(((display, name), reach))
         return found
 

@@ -9,6 +9,9 @@ import ast
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from torchdet_lint.core.import_header import import_header
+from torchdet_lint.core.names import canonical
+from torchdet_lint.core.source import LineIndex, block_top_line
 from torchdet_lint.model.facts import COMMAND_RUNNERS, CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
 from torchdet_lint.model.summary import (
@@ -23,9 +26,6 @@ from torchdet_lint.model.summary import (
     HeaderImport,
     Site,
 )
-from torchdet_lint.core.import_header import import_header
-from torchdet_lint.core.names import canonical
-from torchdet_lint.core.source import LineIndex, block_top_line
 
 
 def line_starts(text: str) -> List[int]:
@@ -113,12 +113,16 @@ def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
     header = import_header(tree, len(starts))
     after_line = header.end_line
     after = offset(after_line)
-    anchors = FixAnchors(after, after == len(text) and bool(text) and not text.endswith(("\n", "\r")), after_line, newline=_newline_of(text))
+    anchors = FixAnchors(
+        after, after == len(text) and bool(text) and not text.endswith(("\n", "\r")), after_line, newline=_newline_of(text)
+    )
     if header.path_setup_end_line:
         anchors.path_setup_end = offset(header.path_setup_end_line)
     for statement in header.imports:
         end = offset((statement.end_lineno or statement.lineno) + 1)
-        module = statement.names[0].name if isinstance(statement, ast.Import) else "." * statement.level + (statement.module or "")
+        module = (
+            statement.names[0].name if isinstance(statement, ast.Import) else "." * statement.level + (statement.module or "")
+        )
         anchors.header_imports.append(HeaderImport(offset(statement.lineno), end, module, isinstance(statement, ast.ImportFrom)))
     for statement in body:
         if _is_main_guard(statement):
@@ -161,7 +165,9 @@ class _AstScanner:
                 for alias in node.names:
                     summary.imports.append(module if alias.name == "*" else (f"{module}.{alias.name}" if module else alias.name))
         summary.star_imports = [
-            _absolute_module(summary, node) for node in _module_level(tree.body) if isinstance(node, ast.ImportFrom) and node.names[0].name == "*"
+            _absolute_module(summary, node)
+            for node in _module_level(tree.body)
+            if isinstance(node, ast.ImportFrom) and node.names[0].name == "*"
         ]
         for statement in tree.body:
             self._bind_module_level(statement)
@@ -185,7 +191,12 @@ class _AstScanner:
                 # `REGISTRY["key"] = fn` after the definitions
                 member = self._target(statement.value, None)
                 for target in statement.targets:
-                    if member and isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.module_names:
+                    if (
+                        member
+                        and isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id in self.module_names
+                    ):
                         self.summary.registries.setdefault(target.value.id, []).append(member)
 
     def _bind_module_level(self, statement: ast.stmt, top: bool = True) -> None:
@@ -194,7 +205,9 @@ class _AstScanner:
             self.module_names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
             # `Model = DetectionModel`: an alias of this file's own function or class (top level only, as the collector)
             value = statement.value
-            local = value.id if top and isinstance(value, ast.Name) and (value.id in self.local_defs or value.id in aliases) else None
+            local = (
+                value.id if top and isinstance(value, ast.Name) and (value.id in self.local_defs or value.id in aliases) else None
+            )
             for target in statement.targets:
                 if isinstance(target, ast.Name):
                     if local is not None and target.id != local:
@@ -282,7 +295,9 @@ class _AstScanner:
                     for child in handler.body:
                         self._statement(child, key, None)
                 return
-        elif isinstance(statement, (ast.If, ast.Try, ast.With)) and any(isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for c in _child_statements(statement)):
+        elif isinstance(statement, (ast.If, ast.Try, ast.With)) and any(
+            isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for c in _child_statements(statement)
+        ):
             # `if X: def method(self)` in a class body: still a method (as the collector has it).
             for child in _child_statements(statement):
                 self._statement(child, key, class_name)
@@ -290,7 +305,9 @@ class _AstScanner:
         self._walk_calls(statement, key, class_name)
 
     def _decorators(self, definition: ast.AST) -> None:
-        found = [t for t in (self._target(d.func if isinstance(d, ast.Call) else d, None) for d in definition.decorator_list) if t]
+        found = [
+            t for t in (self._target(d.func if isinstance(d, ast.Call) else d, None) for d in definition.decorator_list) if t
+        ]
         if found:
             self.summary.decorators[definition.name] = found
 
@@ -303,10 +320,16 @@ class _AstScanner:
             for child in ast.walk(inner):
                 if isinstance(child, ast.Assign) and isinstance(child.value, ast.Name) and child.value.id in parameters:
                     for target in child.targets:
-                        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.module_names:
+                        if (
+                            isinstance(target, ast.Subscript)
+                            and isinstance(target.value, ast.Name)
+                            and target.value.id in self.module_names
+                        ):
                             self.summary.registrars[definition.name] = target.value.id
 
-    def _makers(self, node: Optional[ast.expr], key: str, class_name: Optional[str], found: List[str], steps: int = 0) -> List[str]:
+    def _makers(
+        self, node: Optional[ast.expr], key: str, class_name: Optional[str], found: List[str], steps: int = 0
+    ) -> List[str]:
         """What an object may be: the calls whose result it can hold (as `makers.Makers`)."""
         if node is None or steps > MAX_STEPS or len(found) >= MAX_CANDIDATES:
             return found
@@ -318,7 +341,12 @@ class _AstScanner:
                 found.append(made)
         elif isinstance(node, ast.Subscript):  # a getter's `return _MODELS[name]`
             registry = self._target(node.value, class_name)
-            if registry is None and isinstance(node.value, ast.Name) and node.value.id in self.module_names and node.value.id not in self.values.get(key, {}):
+            if (
+                registry is None
+                and isinstance(node.value, ast.Name)
+                and node.value.id in self.module_names
+                and node.value.id not in self.values.get(key, {})
+            ):
                 registry = "." + node.value.id
             if registry and f"{registry}{REGISTRY_MEMBER}" not in found:
                 found.append(f"{registry}{REGISTRY_MEMBER}")
@@ -367,7 +395,12 @@ class _AstScanner:
         values = self.values.setdefault(key, {})
         for child in ast.walk(node):
             # `trainer = Trainer()`, then `trainer.fit()`: the method of that class
-            if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name) and isinstance(child.value, ast.Call):
+            if (
+                isinstance(child, ast.Assign)
+                and len(child.targets) == 1
+                and isinstance(child.targets[0], ast.Name)
+                and isinstance(child.value, ast.Call)
+            ):
                 built = _unwrap_self_returning(child.value)  # `model = Net().to(device)`
                 called = self._target(built.func, class_name) if isinstance(built, ast.Call) else None
                 if called:
@@ -388,7 +421,12 @@ class _AstScanner:
             if isinstance(child, ast.Call):
                 target = self._target(child.func, class_name)
                 func = child.func
-                if target is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in types:
+                if (
+                    target is None
+                    and isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id in types
+                ):
                     target = f"{types[func.value.id]}.{func.attr}"
                 if target:
                     function.add_call(target, seen)
@@ -414,7 +452,11 @@ class _AstScanner:
                     if target in COMMAND_RUNNERS:  # `fire.Fire({"train": train})`, `CLI(COMMANDS)`
                         for member in self._commands(argument, key, class_name):
                             function.add_call(member, seen)
-                if isinstance(func, ast.Attribute) and func.attr not in COMMON_METHODS and (target is None or not isinstance(func.value, ast.Name) or func.value.id in values):
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr not in COMMON_METHODS
+                    and (target is None or not isinstance(func.value, ast.Name) or func.value.id in values)
+                ):
                     # `TrainLoop(...).run_loop()`, `self.sampler.sample()`, `loop.run()`
                     for made in self._makers(func.value, key, class_name, []):
                         function.add_call(f"{made}.{func.attr}", seen)
@@ -428,7 +470,12 @@ class _AstScanner:
                         function.add_call(f"{made}.__call__", seen)
                 elif isinstance(func, ast.Subscript):
                     registry = self._target(func.value, class_name)
-                    if registry is None and isinstance(func.value, ast.Name) and func.value.id in self.module_names and func.value.id not in values:
+                    if (
+                        registry is None
+                        and isinstance(func.value, ast.Name)
+                        and func.value.id in self.module_names
+                        and func.value.id not in values
+                    ):
                         registry = "." + func.value.id  # the registry's own module
                     if registry:
                         function.add_call(f"{registry}{REGISTRY_MEMBER}", seen)
@@ -476,7 +523,9 @@ def function_spans(tree: ast.Module) -> Dict[str, Tuple[int, int]]:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         return first, node.end_lineno or node.lineno
 
-    def walk(statements: Sequence[ast.stmt], key: Optional[str], class_name: Optional[str] = None, in_local_class: bool = False) -> None:
+    def walk(
+        statements: Sequence[ast.stmt], key: Optional[str], class_name: Optional[str] = None, in_local_class: bool = False
+    ) -> None:
         for statement in statements:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = key

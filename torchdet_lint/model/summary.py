@@ -25,6 +25,7 @@ MAX_SITES = 5  # sites kept per function and kind: enough for messages, small to
 # the zoo; past this many members a registry call (or a table of commands) is not followed.
 MAX_REGISTRY_MEMBERS = 64
 
+
 @dataclass
 class Site:
     """Something found at a line of the file: a draw, a seeding, CUDA work, an operation."""
@@ -214,7 +215,9 @@ class FileSummary:
     configured_entry: bool = False  # matches config `entry-points`
     functions: Dict[str, FunctionSummary] = field(default_factory=dict)
     classes: Dict[str, ClassSummary] = field(default_factory=dict)
-    signatures: Dict[str, Tuple[int, str, bool]] = field(default_factory=dict)  # function -> (required positionals, first parameter, has `seed`)
+    signatures: Dict[str, Tuple[int, str, bool]] = field(
+        default_factory=dict
+    )  # function -> (required positionals, first parameter, has `seed`)
     exports: Dict[str, str] = field(default_factory=dict)  # module-level name -> qualified name it is bound to
     # Module-level imports outside the main block, name -> (qualified module or name, line); filled with `anchors`.
     module_bindings: Dict[str, Tuple[str, int]] = field(default_factory=dict)

@@ -75,7 +75,9 @@ def render_full(cards: Sequence[Scorecard], style: Callable[..., str], width: in
             widths = [max(len(_HEADINGS[c][0]), len(_HEADINGS[c][1]), len("missing")) for c in group]
             for row in (0, 1):
                 heading = ("entry point" if row == 0 else "").ljust(first)
-                lines.append(style("  ".join([heading] + [_HEADINGS[c][row].ljust(w) for c, w in zip(group, widths)]).rstrip(), "1"))
+                lines.append(
+                    style("  ".join([heading] + [_HEADINGS[c][row].ljust(w) for c, w in zip(group, widths)]).rstrip(), "1")
+                )
             for card in cards:
                 cells = []
                 for check, cell_width in zip(group, widths):
@@ -117,14 +119,18 @@ def render_markdown(cards: Sequence[Scorecard]) -> str:
             cells = [f"{_MARK[card.checks[c].status]} {card.checks[c].status}" for c in CHECKS]
             lines.append(f"| `{_markdown_text(_entry(card))}` | " + " | ".join(cells) + " |")
         lines.append("")
-        lines.append(f"{_MARK[OK]} ok: checked and right; {_MARK[MISSING]} missing: `torchdet-lint check` reports it "
-                     f"for this entry point; {_MARK[NOT_NEEDED]} not-needed: nothing the entry point reaches needs it.")
+        lines.append(
+            f"{_MARK[OK]} ok: checked and right; {_MARK[MISSING]} missing: `torchdet-lint check` reports it "
+            f"for this entry point; {_MARK[NOT_NEEDED]} not-needed: nothing the entry point reaches needs it."
+        )
         missing = [(card, check) for card in cards for check in CHECKS if card.checks[check].status == MISSING]
         if missing:
             lines += ["", "### What is missing", ""]
             for card, check in missing:
                 for evidence in card.checks[check].evidence:
-                    lines.append(f"- `{_markdown_text(_entry(card))}` {check}: `{_markdown_text(evidence.where())}` {_markdown_text(evidence.message)}")
+                    lines.append(
+                        f"- `{_markdown_text(_entry(card))}` {check}: `{_markdown_text(evidence.where())}` {_markdown_text(evidence.message)}"
+                    )
     return "\n".join(lines) + "\n"
 
 

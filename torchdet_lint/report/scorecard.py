@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.checkpoints import load_node, optimizer_loads
 from torchdet_lint.model.project import EntryPoint, Located, Project, Reach
-from torchdet_lint.core.source import LineIndex
 
 OK, MISSING, NOT_NEEDED = "ok", "missing", "not-needed"
 CHECKS = (
@@ -134,7 +134,11 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
 def _optimizer_loads(project: Project, nodes) -> List[Tuple[str, int, str]]:
     """The optimizer state loads (a resume) in reached code: (path, line, receiver)."""
     resume = {display: summary.resume for display, summary in project.summaries.items() if summary.resume is not None}
-    return [(display, load.line, load.receiver) for display, load in optimizer_loads(project, resume) if load_node(display, load) in nodes]
+    return [
+        (display, load.line, load.receiver)
+        for display, load in optimizer_loads(project, resume)
+        if load_node(display, load) in nodes
+    ]
 
 
 def _evidence(project: Project, located: Located, message: str) -> Evidence:
@@ -157,7 +161,11 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         reported = findings.at_entry(code, entry)
         if reported:
             draws = reach.draws.get(kind, [])
-            return CheckResult(MISSING, [_evidence(project, site, f"draws without a seed: {site.site.text}") for site in draws] or _from_diagnostics(reported))
+            return CheckResult(
+                MISSING,
+                [_evidence(project, site, f"draws without a seed: {site.site.text}") for site in draws]
+                or _from_diagnostics(reported),
+            )
         seeded = reach.covers.get(kind)
         if seeded is not None:
             return CheckResult(OK, [_evidence(project, seeded, f"seeded by {seeded.site.text}")])
@@ -169,14 +177,21 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         if enabled is not None:
             return CheckResult(OK, [_evidence(project, enabled, f"enabled by {enabled.site.text}")])
         if project.settings.assume_deterministic_mode:
-            return CheckResult(OK, [Evidence(entry.path, entry.line, "config `assume-deterministic-mode`: enabled outside the code")])
+            return CheckResult(
+                OK, [Evidence(entry.path, entry.line, "config `assume-deterministic-mode`: enabled outside the code")]
+            )
         if not findings.at_entry("TDL302", entry):  # INTERFACE.md: `missing` exactly when check reports TDL302
             if reach.cuda or reach.ops:
                 return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "TDL302 is suppressed here")])
-            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no CUDA work and no operation of the catalog")])
+            return CheckResult(
+                NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no CUDA work and no operation of the catalog")]
+            )
         work = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))
         evidence = [_evidence(project, item, f"reaches {item.site.text}") for item in work[:MAX_EVIDENCE]]
-        return CheckResult(MISSING, evidence or [Evidence(entry.path, entry.line, "nothing reached enables `torch.use_deterministic_algorithms`")])
+        return CheckResult(
+            MISSING,
+            evidence or [Evidence(entry.path, entry.line, "nothing reached enables `torch.use_deterministic_algorithms`")],
+        )
     found = findings.reached(FINDING_CHECKS[check], nodes)
     if found:
         return CheckResult(MISSING, _from_diagnostics(found))
@@ -187,28 +202,51 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         return CheckResult(OK, [Evidence(entry.path, entry.line, "never turned on (off by default)")])
     if check == "cublas-workspace":
         if project.torch_version >= CUBLAS_NOT_NEEDED_SINCE:
-            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, f"torch {'%d.%d' % project.torch_version} needs no `CUBLAS_WORKSPACE_CONFIG`")])
+            return CheckResult(
+                NOT_NEEDED,
+                [Evidence(entry.path, entry.line, f"torch {'%d.%d' % project.torch_version} needs no `CUBLAS_WORKSPACE_CONFIG`")],
+            )
         enabled = reach.covers.get("deterministic")
         if enabled is None:
             return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "deterministic mode is not enabled")])
         return CheckResult(OK, [_evidence(project, enabled, f"no TDL303: the variable is set for {enabled.site.text}")])
     if check == "dataloaders":
         if reach.loading:
-            return CheckResult(OK, [_evidence(project, site, f"reached, and not TDL101-TDL105: {site.site.text}") for site in reach.loading[:MAX_EVIDENCE]])
+            return CheckResult(
+                OK,
+                [
+                    _evidence(project, site, f"reached, and not TDL101-TDL105: {site.site.text}")
+                    for site in reach.loading[:MAX_EVIDENCE]
+                ],
+            )
         return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "builds no DataLoader, sampler or split")])
     if check == "raising-ops":
         if reach.ops:
-            return CheckResult(OK, [_evidence(project, site, f"reached, and not TDL202: {site.site.text}") for site in reach.ops[:MAX_EVIDENCE]])
+            return CheckResult(
+                OK, [_evidence(project, site, f"reached, and not TDL202: {site.site.text}") for site in reach.ops[:MAX_EVIDENCE]]
+            )
         return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no operation of the catalog")])
     if check == "resume-rng-state":
         loads = _optimizer_loads(project, nodes)
         if not loads:
-            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "never resumes: reaches no optimizer `load_state_dict`")])
-        return CheckResult(OK, [Evidence(path, line, f"resumes here, and no checkpoint it saves has TDL008: `{text}.load_state_dict(...)`") for path, line, text in loads[:MAX_EVIDENCE]])
+            return CheckResult(
+                NOT_NEEDED, [Evidence(entry.path, entry.line, "never resumes: reaches no optimizer `load_state_dict`")]
+            )
+        return CheckResult(
+            OK,
+            [
+                Evidence(path, line, f"resumes here, and no checkpoint it saves has TDL008: `{text}.load_state_dict(...)`")
+                for path, line, text in loads[:MAX_EVIDENCE]
+            ],
+        )
     if check == "hidden-order":
         return CheckResult(OK, [Evidence(entry.path, entry.line, "no set of strings put in hash order in reached code")])
     if check == "compiled-code":
-        return CheckResult(OK, [Evidence(entry.path, entry.line, "no Inductor autotuning without its deterministic mode in reached code")])
+        return CheckResult(
+            OK, [Evidence(entry.path, entry.line, "no Inductor autotuning without its deterministic mode in reached code")]
+        )
     if check == "eval-dropout":
-        return CheckResult(OK, [Evidence(entry.path, entry.line, "no reached module calls functional dropout without `training=`")])
+        return CheckResult(
+            OK, [Evidence(entry.path, entry.line, "no reached module calls functional dropout without `training=`")]
+        )
     return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no nondeterministic third-party kernel")])

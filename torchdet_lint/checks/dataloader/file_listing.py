@@ -14,18 +14,35 @@ from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 _LISTINGS = frozenset({"os.listdir", "os.scandir", "glob.glob", "glob.iglob"})
 _PATH_METHODS = frozenset({"glob", "rglob", "iterdir"})
 _ORDER_FREE = frozenset(
-    {"builtins.sorted", "builtins.len", "builtins.set", "builtins.frozenset", "builtins.sum", "builtins.any", "builtins.all", "builtins.max", "builtins.min", "collections.Counter"}
+    {
+        "builtins.sorted",
+        "builtins.len",
+        "builtins.set",
+        "builtins.frozenset",
+        "builtins.sum",
+        "builtins.any",
+        "builtins.all",
+        "builtins.max",
+        "builtins.min",
+        "collections.Counter",
+    }
 )
 _DATASET_BASES = frozenset(
     {
-        "torch.utils.data.Dataset", "torch.utils.data.IterableDataset", "torchvision.datasets.VisionDataset",
-        "torchvision.datasets.DatasetFolder", "torchvision.datasets.ImageFolder",
+        "torch.utils.data.Dataset",
+        "torch.utils.data.IterableDataset",
+        "torchvision.datasets.VisionDataset",
+        "torchvision.datasets.DatasetFolder",
+        "torchvision.datasets.ImageFolder",
     }
 )
 _DATASET_CONSTRUCTORS = frozenset(
     {
-        "torch.utils.data.TensorDataset", "torch.utils.data.ConcatDataset", "torch.utils.data.Subset",
-        "torch.utils.data.ChainDataset", "torch.utils.data.StackDataset",
+        "torch.utils.data.TensorDataset",
+        "torch.utils.data.ConcatDataset",
+        "torch.utils.data.Subset",
+        "torch.utils.data.ChainDataset",
+        "torch.utils.data.StackDataset",
     }
 )
 
@@ -232,7 +249,23 @@ class UnorderedFileListing(Rule):
                     self.uses[listing].add("sorted")
             self.enclosing.append("other")
             return
-        cheap = attribute in ("sorted", "len", "set", "frozenset", "sum", "any", "all", "max", "min", "Counter", "next", "list", "tuple", "filter", "map")
+        cheap = attribute in (
+            "sorted",
+            "len",
+            "set",
+            "frozenset",
+            "sum",
+            "any",
+            "all",
+            "max",
+            "min",
+            "Counter",
+            "next",
+            "list",
+            "tuple",
+            "filter",
+            "map",
+        )
         cheap = cheap or attribute in ("listdir", "scandir", "glob", "iglob", "rglob", "iterdir")
         if not cheap:
             if not self.dataset_file:
@@ -265,7 +298,12 @@ class UnorderedFileListing(Rule):
     def leave_Call(self, original_node: cst.Call) -> None:
         self.enclosing.pop()
         func = original_node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "extend" and isinstance(func.value, cst.Name) and len(original_node.args) == 1:
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "extend"
+            and isinstance(func.value, cst.Name)
+            and len(original_node.args) == 1
+        ):
             listing = self._added_listing(original_node.args[0].value)
             if listing is not None:
                 self._add_to(func.value.value, listing)
@@ -287,5 +325,11 @@ class UnorderedFileListing(Rule):
             fix = None
             if id(node) not in self.no_fix:
                 keywords = [("key", cst.parse_expression("lambda entry: entry.name"))] if entries else []
-                fix = FixBuilder("Wrap the listing in `sorted(...)`", Applicability.SAFE).replace(node, wrapped_in("sorted", node, keywords))
-            self.report(node, f"`{name}(...)` lists files in file-system order, which differs between machines: wrap it in `sorted(...)`", fix)
+                fix = FixBuilder("Wrap the listing in `sorted(...)`", Applicability.SAFE).replace(
+                    node, wrapped_in("sorted", node, keywords)
+                )
+            self.report(
+                node,
+                f"`{name}(...)` lists files in file-system order, which differs between machines: wrap it in `sorted(...)`",
+                fix,
+            )

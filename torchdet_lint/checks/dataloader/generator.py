@@ -7,9 +7,16 @@ from typing import Tuple
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
-from torchdet_lint.model.facts import LOADER_SUBCLASS, dataloader_classes, is_dataloader, loader_name, loader_position, loader_shuffles
 from torchdet_lint.core.names import arg_value, find_arg, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
+from torchdet_lint.model.facts import (
+    LOADER_SUBCLASS,
+    dataloader_classes,
+    is_dataloader,
+    loader_name,
+    loader_position,
+    loader_shuffles,
+)
 
 
 class DataLoaderWithoutGenerator(Rule):

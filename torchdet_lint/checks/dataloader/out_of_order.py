@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdet_lint.model.facts import DATALOADER, LOADER_SUBCLASS, loader_name
 from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal, reported_argument
 from torchdet_lint.core.rule import Rule
+from torchdet_lint.model.facts import DATALOADER, LOADER_SUBCLASS, loader_name
 
 
 class DataLoaderOutOfOrder(Rule):
@@ -42,6 +42,11 @@ class DataLoaderOutOfOrder(Rule):
             return
         value = literal(arg.value)
         if value is False:
-            self.report(reported_argument(node, arg), "`in_order=False` returns batches in the order workers finish them, which changes between runs")
+            self.report(
+                reported_argument(node, arg),
+                "`in_order=False` returns batches in the order workers finish them, which changes between runs",
+            )
         elif value is NOT_LITERAL:
-            self.report(reported_argument(node, arg), "`in_order=` is set from a non-literal value and may return batches out of order")
+            self.report(
+                reported_argument(node, arg), "`in_order=` is set from a non-literal value and may return batches out of order"
+            )

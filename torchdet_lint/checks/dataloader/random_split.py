@@ -7,9 +7,16 @@ from typing import Set
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
-from torchdet_lint.model.facts import DATALOADER, GENERATOR_POSITION, LOADER_SUBCLASS, RANDOM_SAMPLERS, loader_name, loader_position
 from torchdet_lint.core.names import arg_value, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
+from torchdet_lint.model.facts import (
+    DATALOADER,
+    GENERATOR_POSITION,
+    LOADER_SUBCLASS,
+    RANDOM_SAMPLERS,
+    loader_name,
+    loader_position,
+)
 
 
 class UnseededRandomSplit(Rule):

@@ -7,9 +7,9 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.core.diagnostics import SILENCED_BY_SET_EPOCH
-from torchdet_lint.model.facts import is_dataloader, loader_name
 from torchdet_lint.core.names import arg_value, dotted_name, literal, opaque_keywords
 from torchdet_lint.core.rule import Rule
+from torchdet_lint.model.facts import is_dataloader, loader_name
 
 _SAMPLER_KEYWORDS = frozenset({"sampler", "batch_sampler"})
 
@@ -51,7 +51,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     name = "distributed-sampler-without-set-epoch"
     summary = "a shuffling `DistributedSampler` whose `set_epoch` is never called repeats one order every epoch"
     trigger_words = ("DistributedSampler",)
-    bad = ("from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds)\nfor epoch in range(3):\n    train(sampler)\n",)
+    bad = (
+        "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds)\nfor epoch in range(3):\n    train(sampler)\n",
+    )
     good = (
         "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds)\nfor epoch in range(3):\n    sampler.set_epoch(epoch)\n",
         "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds, shuffle=False)\n",

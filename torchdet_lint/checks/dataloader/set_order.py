@@ -44,20 +44,68 @@ _RESOLVE = frozenset(
 )
 _STR_BUILTINS = frozenset({"builtins.str", "builtins.repr", "builtins.format", "builtins.chr"})
 _NONSTR_BUILTINS = frozenset(
-    {"builtins.len", "builtins.int", "builtins.float", "builtins.ord", "builtins.round", "builtins.abs", "builtins.hash", "builtins.id", "builtins.bool", "builtins.isinstance", "builtins.sum", "builtins.any", "builtins.all"}
+    {
+        "builtins.len",
+        "builtins.int",
+        "builtins.float",
+        "builtins.ord",
+        "builtins.round",
+        "builtins.abs",
+        "builtins.hash",
+        "builtins.id",
+        "builtins.bool",
+        "builtins.isinstance",
+        "builtins.sum",
+        "builtins.any",
+        "builtins.all",
+    }
 )
 _ORDER_FREE_CALLS = frozenset(
-    {"builtins.len", "builtins.min", "builtins.max", "builtins.sum", "builtins.any", "builtins.all", "builtins.isinstance", "builtins.bool", "builtins.hash", "builtins.id", "builtins.print", "builtins.repr", "builtins.str", "builtins.format", "builtins.next", "collections.Counter", "warnings.warn"}
+    {
+        "builtins.len",
+        "builtins.min",
+        "builtins.max",
+        "builtins.sum",
+        "builtins.any",
+        "builtins.all",
+        "builtins.isinstance",
+        "builtins.bool",
+        "builtins.hash",
+        "builtins.id",
+        "builtins.print",
+        "builtins.repr",
+        "builtins.str",
+        "builtins.format",
+        "builtins.next",
+        "collections.Counter",
+        "warnings.warn",
+    }
 )
 _LISTINGS = frozenset({"os.listdir", "glob.glob", "glob.iglob"})
 _PATHS = frozenset({"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"})
-_TO_ARRAY = frozenset(
-    {"numpy.array", "numpy.asarray", "torch.tensor", "torch.as_tensor", "torch.LongTensor", "torch.Tensor"}
-)
+_TO_ARRAY = frozenset({"numpy.array", "numpy.asarray", "torch.tensor", "torch.as_tensor", "torch.LongTensor", "torch.Tensor"})
 _DRAWS = frozenset({"choice", "choices", "sample", "shuffle", "permutation"})
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 _STR_METHODS = frozenset(
-    {"lower", "upper", "strip", "lstrip", "rstrip", "title", "capitalize", "casefold", "zfill", "removeprefix", "removesuffix", "decode", "format", "swapcase", "ljust", "rjust", "center"}
+    {
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "title",
+        "capitalize",
+        "casefold",
+        "zfill",
+        "removeprefix",
+        "removesuffix",
+        "decode",
+        "format",
+        "swapcase",
+        "ljust",
+        "rjust",
+        "center",
+    }
 )
 _SPLITS = frozenset({"split", "rsplit", "splitlines"})
 _SET_RESULTS = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})
@@ -66,10 +114,36 @@ _SET_OPERATORS = (cst.BitOr, cst.BitAnd, cst.Subtract, cst.BitXor)
 # A loop over a set whose body does one of these puts the set's order into data.
 _BUILDING_METHODS = frozenset({"append", "extend", "insert", "appendleft"})
 _TORCH_DRAWS = frozenset(
-    "torch." + name for name in ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like", "randint_like")
+    "torch." + name
+    for name in (
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+    )
 )
 _LOOP_DRAWS = frozenset(
-    {"choice", "choices", "sample", "shuffle", "permutation", "randint", "integers", "randrange", "rand", "randn", "randperm", "normal_", "uniform_"}
+    {
+        "choice",
+        "choices",
+        "sample",
+        "shuffle",
+        "permutation",
+        "randint",
+        "integers",
+        "randrange",
+        "rand",
+        "randn",
+        "randperm",
+        "normal_",
+        "uniform_",
+    }
 )
 
 
@@ -231,7 +305,10 @@ class _Kinds:
         # (or is annotated so); any other set is one.
         real = not set_.slot or declared is not False
         if set_.meet:
-            answers = [self.of(part) if type(part) is _Set else (part is _STR, part is _STR, part is _NONSTR, True) for part in set_.parts]
+            answers = [
+                self.of(part) if type(part) is _Set else (part is _STR, part is _STR, part is _NONSTR, True)
+                for part in set_.parts
+            ]
             if any(p_all and p_some and p_real for p_some, p_all, _, p_real in answers):
                 answer = self.memo[key] = (True, True, False, real)
                 return answer
@@ -806,7 +883,21 @@ class _Analysis:
             attribute = func.attr.value
             receiver_node = func.value
             name = self.resolve(func) if attribute in _RESOLVE else None
-            if name is None or not name.startswith(("os.", "glob.", "numpy.", "torch.", "random.", "csv.", "logging.", "warnings.", "json.", "pathlib.", "collections.")):
+            if name is None or not name.startswith(
+                (
+                    "os.",
+                    "glob.",
+                    "numpy.",
+                    "torch.",
+                    "random.",
+                    "csv.",
+                    "logging.",
+                    "warnings.",
+                    "json.",
+                    "pathlib.",
+                    "collections.",
+                )
+            ):
                 return self.method(node, attribute, receiver_node, first)
         else:
             self.expr(func)
@@ -879,7 +970,11 @@ class _Analysis:
             return _TupleValue([_STR, _STR])
         if name.startswith("os.path.") or name in _PATHS:
             self.arguments(node, _FREE)
-            return _STR if name.rsplit(".", 1)[-1] not in ("exists", "isfile", "isdir", "getsize", "getmtime", "islink", "isabs") else _NONSTR
+            return (
+                _STR
+                if name.rsplit(".", 1)[-1] not in ("exists", "isfile", "isdir", "getsize", "getmtime", "islink", "isabs")
+                else _NONSTR
+            )
         if name == "csv.reader" or name == "csv.DictReader":
             self.arguments(node, _FREE)
             return _Seq(_Seq(_STR))
@@ -1329,7 +1424,11 @@ class UnorderedSetIteration(Rule):
             self.frames[-1].builds_set = True
         for param in node.params.params:
             annotation = param.annotation
-            if annotation is not None and type(annotation.annotation) is cst.Subscript and _annotated_set(annotation) is not False:
+            if (
+                annotation is not None
+                and type(annotation.annotation) is cst.Subscript
+                and _annotated_set(annotation) is not False
+            ):
                 self.frames[-1].builds_set = True
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -1487,7 +1586,9 @@ class UnorderedSetIteration(Rule):
                 applicability = Applicability.SAFE if all_str else Applicability.UNSAFE
                 listed = self.list_of.get(id(node))
                 if listed is not None:
-                    fix = FixBuilder("Replace `list(...)` by `sorted(...)`", applicability).replace(listed.func, cst.Name("sorted"))
+                    fix = FixBuilder("Replace `list(...)` by `sorted(...)`", applicability).replace(
+                        listed.func, cst.Name("sorted")
+                    )
                 else:
                     fix = FixBuilder("Wrap the set in `sorted(...)`", applicability).replace(node, wrapped_in("sorted", bare))
             if some_str:

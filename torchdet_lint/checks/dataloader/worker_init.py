@@ -7,10 +7,10 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import merge_edits
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.facts import SEEDS_TRAINER_WORKERS, facts
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary, LoaderSite, RngAttribute
-from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 WORKER_RESEEDS_NUMPY = (1, 9)  # torch 1.9 made workers seed NumPy's global RNG
 
@@ -93,7 +93,9 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
             for loader in summary.loaders:
                 if loader.to_trainer:
                     if trainer_seeds_workers is None:
-                        trainer_seeds_workers = any(SEEDS_TRAINER_WORKERS in project.entry_reach(e).covers for e in project.entry_points)
+                        trainer_seeds_workers = any(
+                            SEEDS_TRAINER_WORKERS in project.entry_reach(e).covers for e in project.entry_points
+                        )
                     if trainer_seeds_workers:
                         continue  # Lightning adds its worker_init_fn (seed_everything(workers=True))
                 rngs = self._rngs(project, display, loader)
@@ -157,7 +159,9 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
         def module(name: str) -> Optional[str]:
             if name in names:
                 return names[name]
-            bound = next((n for n, q in sorted(summary.exports.items()) if q == name and n in ("torch", "np", "numpy", "random")), None)
+            bound = next(
+                (n for n, q in sorted(summary.exports.items()) if q == name and n in ("torch", "np", "numpy", "random")), None
+            )
             bound = bound or next((n for n, q in sorted(summary.exports.items()) if q == name), None)
             if bound is None:
                 planned = summary.rng_import_edits.get(name)
@@ -182,7 +186,9 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
             return None
         edits.append(Edit(*loader.worker_edit))
         if worker is not None:
-            missing = [rng.attribute for _, rng, _ in rngs if f"{'' if rng.module_level else '.'}{rng.attribute} =" not in worker.text]
+            missing = [
+                rng.attribute for _, rng, _ in rngs if f"{'' if rng.module_level else '.'}{rng.attribute} =" not in worker.text
+            ]
             if recreate and missing:
                 body = [f"worker_seed = {torch}.initial_seed() % 2**32", *recreate]
                 edits.append(Edit(worker.end_offset, worker.end_offset, "".join(worker.indent + line + "\n" for line in body)))
@@ -222,7 +228,7 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
                 global_lines += [f"global {rng.attribute}", f"{rng.attribute} = {seeded}"]
             else:
                 attribute_lines += [
-                    f"if isinstance(getattr(dataset, \"{rng.attribute}\", None), {kind}):",
+                    f'if isinstance(getattr(dataset, "{rng.attribute}", None), {kind}):',
                     f"    dataset.{rng.attribute} = {seeded}",
                 ]
         lines = list(global_lines)

@@ -6,12 +6,12 @@ from typing import Optional
 
 import libcst as cst
 
-from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     device_like,
     may_name,
 )
+from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.diagnostics import Applicability, FixBuilder
 from torchdet_lint.core.names import arg_value, find_arg, has_star_args, literal
 from torchdet_lint.core.rule import FixAvailability, Rule
@@ -189,6 +189,8 @@ def _integer_step(arange: cst.Call) -> bool:
     if step is None:
         return all(not isinstance(literal(arg.value), float) for arg in positional)
     value = literal(step)
-    return isinstance(value, int) and not isinstance(value, bool) and all(
-        not isinstance(literal(arg.value), float) for arg in positional
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and all(not isinstance(literal(arg.value), float) for arg in positional)
     )

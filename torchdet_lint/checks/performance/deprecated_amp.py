@@ -7,12 +7,12 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.core.call_edits import KEYWORD_EQUAL, with_first_argument
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     may_name,
     torch_module_name,
 )
+from torchdet_lint.core.call_edits import KEYWORD_EQUAL, with_first_argument
 from torchdet_lint.core.diagnostics import Applicability, FixBuilder
 from torchdet_lint.core.names import has_star_args
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
@@ -77,7 +77,7 @@ class DeprecatedCudaAmp(Rule):
 
     code = "TDL405"
     name = "deprecated-cuda-amp"
-    summary = "`torch.cuda.amp.autocast`/`GradScaler` are deprecated; use `torch.amp.autocast(\"cuda\")`/`GradScaler(\"cuda\")`"
+    summary = '`torch.cuda.amp.autocast`/`GradScaler` are deprecated; use `torch.amp.autocast("cuda")`/`GradScaler("cuda")`'
     trigger_words = last_names(CUDA_AMP)
     profiles = PERFORMANCE
     fix_availability = FixAvailability.SAFE
@@ -138,7 +138,7 @@ class DeprecatedCudaAmp(Rule):
         self.report(
             node,
             f"`torch.cuda.amp.{new_name}(...)` is deprecated since torch {deprecated_in[0]}.{deprecated_in[1]}; "
-            f"use `torch.amp.{new_name}(\"cuda\", ...)`",
+            f'use `torch.amp.{new_name}("cuda", ...)`',
             self._fix(node, new_name, positional_keywords),
         )
 
@@ -148,7 +148,7 @@ class DeprecatedCudaAmp(Rule):
         torch_name = torch_module_name(self)
         if torch_name is None:
             return None  # `torch` is bound to something else in this file
-        builder = FixBuilder(f"Use `torch.amp.{new_name}(\"cuda\", ...)`", Applicability.SAFE)
+        builder = FixBuilder(f'Use `torch.amp.{new_name}("cuda", ...)`', Applicability.SAFE)
         if not torch_name:
             torch_name = "torch"
             builder.add_import("torch")

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import List
-
 import re
+from typing import List
 
 import libcst as cst
 
-from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.checks.performance.common import (
     PERFORMANCE,
     call_attr,
     device_like,
     strings_in,
 )
+from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.diagnostics import Applicability, FixBuilder
 from torchdet_lint.core.names import arg_value, literal, may_have_keyword
 from torchdet_lint.core.rule import FixAvailability, Rule

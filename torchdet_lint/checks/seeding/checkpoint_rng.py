@@ -8,6 +8,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import merge_edits
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.checkpoints import (
     CALL,
     GENERATOR,
@@ -23,7 +24,6 @@ from torchdet_lint.model.checkpoints import (
 )
 from torchdet_lint.model.project import EntryPoint, Located, Node, Project
 from torchdet_lint.model.summary import MAIN_KEY, MODULE_KEY, Site
-from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 Loads = List[Tuple[str, OptimizerLoad]]  # (file, optimizer load)
 SAVE_HELPER = "rng_state_dict"
@@ -182,25 +182,25 @@ class CheckpointWithoutRngState(ProjectRule):
         "import torch\nfrom torch import nn\n\n\ndef main(resume):\n    torch.manual_seed(0)\n"
         "    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
         "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "    if resume:\n        checkpoint = torch.load(resume)\n        optimizer.load_state_dict(checkpoint[\"optimizer\"])\n"
+        '    if resume:\n        checkpoint = torch.load(resume)\n        optimizer.load_state_dict(checkpoint["optimizer"])\n'
         "    for epoch in range(3):\n        model(torch.ones(4)).sum().backward()\n        optimizer.step()\n"
-        "        torch.save({\"model\": model.state_dict(), \"optimizer\": optimizer.state_dict()}, \"last.pt\")\n\n\n"
-        "if __name__ == \"__main__\":\n    main(None)\n",
+        '        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, "last.pt")\n\n\n'
+        'if __name__ == "__main__":\n    main(None)\n',
     )
     good = (
         "import torch\nfrom torch import nn\n\n\ndef main(resume):\n    torch.manual_seed(0)\n"
         "    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
         "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "    if resume:\n        checkpoint = torch.load(resume)\n        optimizer.load_state_dict(checkpoint[\"optimizer\"])\n"
-        "        torch.set_rng_state(checkpoint[\"rng\"])\n"
+        '    if resume:\n        checkpoint = torch.load(resume)\n        optimizer.load_state_dict(checkpoint["optimizer"])\n'
+        '        torch.set_rng_state(checkpoint["rng"])\n'
         "    for epoch in range(3):\n        model(torch.ones(4)).sum().backward()\n        optimizer.step()\n"
-        "        state = {\"model\": model.state_dict(), \"optimizer\": optimizer.state_dict()}\n"
-        "        state[\"rng\"] = torch.get_rng_state()\n        torch.save(state, \"last.pt\")\n\n\n"
-        "if __name__ == \"__main__\":\n    main(None)\n",
+        '        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}\n'
+        '        state["rng"] = torch.get_rng_state()\n        torch.save(state, "last.pt")\n\n\n'
+        'if __name__ == "__main__":\n    main(None)\n',
         # Never loaded back as an optimizer state: a checkpoint for inference only.
-        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    model = nn.Linear(4, 4)\n"
+        'import torch\nfrom torch import nn\n\nif __name__ == "__main__":\n    model = nn.Linear(4, 4)\n'
         "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "    torch.save({\"model\": model.state_dict(), \"optimizer\": optimizer.state_dict()}, \"last.pt\")\n",
+        '    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, "last.pt")\n',
     )
 
     def check(self, project: Project) -> Iterable[Diagnostic]:
@@ -224,7 +224,11 @@ class CheckpointWithoutRngState(ProjectRule):
                 missing = [state for state in needed if state not in present]
                 if not missing:
                     continue
-                own = [(path, load) for path, load in resumes if any(load_node(path, load) in analysis.nodes(entry) for entry in runs)]
+                own = [
+                    (path, load)
+                    for path, load in resumes
+                    if any(load_node(path, load) in analysis.nodes(entry) for entry in runs)
+                ]
                 findings.append((display, site, missing, own or resumes))
         # The helpers a module gets hold what all of its checkpoints need (one text: one insertion).
         module_states: Dict[str, Set[str]] = {}

@@ -16,9 +16,7 @@ from torchdet_lint.core.rule import FixAvailability, Rule
 # The functional dropouts whose `training` parameter (third, after `input` and `p`)
 # defaults to True. `F.alpha_dropout` and `F.feature_alpha_dropout` default to False
 # (every torch version): left out, see the docstring.
-ALWAYS_ON = frozenset(
-    "torch.nn.functional." + name for name in ("dropout", "dropout1d", "dropout2d", "dropout3d")
-)
+ALWAYS_ON = frozenset("torch.nn.functional." + name for name in ("dropout", "dropout1d", "dropout2d", "dropout3d"))
 TRAINING_POSITION = 2
 # `torch.nn.<Name>` classes that are not modules.
 _NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
@@ -248,7 +246,12 @@ def _parameters(params: cst.Parameters) -> Tuple[Optional[str], frozenset]:
 
 
 def _is_self_training(node: cst.BaseExpression) -> bool:
-    return type(node) is cst.Attribute and node.attr.value == "training" and type(node.value) is cst.Name and node.value.value == "self"
+    return (
+        type(node) is cst.Attribute
+        and node.attr.value == "training"
+        and type(node.value) is cst.Name
+        and node.value.value == "self"
+    )
 
 
 def _requires_training(test: cst.BaseExpression) -> bool:

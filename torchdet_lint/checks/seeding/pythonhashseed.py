@@ -37,12 +37,12 @@ class IneffectivePythonHashSeed(Rule):
     summary = "`PYTHONHASHSEED` set inside the program does not change the running interpreter"
     trigger_words = ("PYTHONHASHSEED",)
     bad = (
-        "import os\nos.environ[\"PYTHONHASHSEED\"] = str(0)\n",
-        "import os\nos.environ.setdefault(\"PYTHONHASHSEED\", \"0\")\n",
+        'import os\nos.environ["PYTHONHASHSEED"] = str(0)\n',
+        'import os\nos.environ.setdefault("PYTHONHASHSEED", "0")\n',
     )
     good = (
-        "import os\nseed = os.environ.get(\"PYTHONHASHSEED\")\n",
-        "import os\nos.environ[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\n",
+        'import os\nseed = os.environ.get("PYTHONHASHSEED")\n',
+        'import os\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\n',
     )
 
     MESSAGE = (

@@ -171,7 +171,9 @@ class UnseededRngObject(Rule):
         final = self.context.resolver.module_final
         if self.context.imports_torch:
             builder = FixBuilder("Seed it from the program's seed, `torch.initial_seed()`", Applicability.SAFE)
-            torch_name = "torch" if final.get("torch") == "torch" else next((n for n, q in sorted(final.items()) if q == "torch"), None)
+            torch_name = (
+                "torch" if final.get("torch") == "torch" else next((n for n, q in sorted(final.items()) if q == "torch"), None)
+            )
             if torch_name is None:
                 if "torch" in final:
                     return None  # `torch` names something else here
@@ -182,7 +184,9 @@ class UnseededRngObject(Rule):
             seed = str(self.context.settings.seed)
             builder = FixBuilder(f"Seed it with config `seed` ({seed})", Applicability.UNSAFE)
         if qualified == "torch.Generator":
-            seeded = cst.Call(func=cst.Attribute(value=node, attr=cst.Name("manual_seed")), args=[cst.Arg(cst.parse_expression(seed))])
+            seeded = cst.Call(
+                func=cst.Attribute(value=node, attr=cst.Name("manual_seed")), args=[cst.Arg(cst.parse_expression(seed))]
+            )
             return builder.replace(node, seeded)
         explicit_none = next((a for a in node.args if a.keyword is None), None) or next(
             (a for a in node.args if a.keyword is not None and a.keyword.value == SEED_KEYWORDS[qualified]), None
@@ -190,5 +194,3 @@ class UnseededRngObject(Rule):
         if explicit_none is not None:
             return builder.replace(explicit_none.value, seed)
         return builder.replace(node, with_first_argument(node, cst.parse_expression(seed), self.context.module.default_indent))
-
-

@@ -6,7 +6,10 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.core.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS
+from torchdet_lint.core.names import dotted_name
+from torchdet_lint.core.rule import Rule, last_names
 from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
@@ -16,10 +19,7 @@ from torchdet_lint.model.facts import (
     loader_name,
     loader_shuffles,
 )
-from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.model.summary import RNG_KINDS
-from torchdet_lint.core.names import dotted_name
-from torchdet_lint.core.rule import Rule, last_names
 
 MAX_SEED_SOURCES = 16  # expressions a seed is followed through (names, a few steps deep)
 
@@ -108,7 +108,9 @@ class SeedAfterRngUse(Rule):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:
             name = self.context.qualified_name(base.value)
-            if (name and name.startswith("torch.nn.")) or (isinstance(base.value, cst.Name) and base.value.value in self.module_classes):
+            if (name and name.startswith("torch.nn.")) or (
+                isinstance(base.value, cst.Name) and base.value.value in self.module_classes
+            ):
                 self.module_classes.add(node.name.value)
         self.frames.append(({}, set()))
 
@@ -155,7 +157,10 @@ class SeedAfterRngUse(Rule):
             elif "torch" in covers and drawn.get(_FIRST_PARTY):
                 # Another module's class or factory: whether it builds a module that draws is the
                 # project's to say (RULES.md, "Catalog and evidence").
-                built = [(target, dotted_name(call.func) or target, self.context.node_range(call)[0]) for call, target in drawn[_FIRST_PARTY]]
+                built = [
+                    (target, dotted_name(call.func) or target, self.context.node_range(call)[0])
+                    for call, target in drawn[_FIRST_PARTY]
+                ]
                 self.report(
                     node,
                     f"`{seed_spelling}(...)` comes after {DRAW_PLACEHOLDER} already drew from torch (a first-party module's "
@@ -175,7 +180,12 @@ class SeedAfterRngUse(Rule):
             draws = drawn.setdefault(kind, [])
             if len(draws) < MAX_DRAWS:
                 draws.append(node)
-        elif kind is None and qualified is not None and "torch" not in seeded and qualified.split(".", 1)[0] in self.context.first_party:
+        elif (
+            kind is None
+            and qualified is not None
+            and "torch" not in seeded
+            and qualified.split(".", 1)[0] in self.context.first_party
+        ):
             built = drawn.setdefault(_FIRST_PARTY, [])
             if len(built) < MAX_DRAWS:
                 built.append((node, qualified))
@@ -214,7 +224,12 @@ class SeedAfterRngUse(Rule):
             return None  # the order is drawn when iterating, not here
         if qualified is None and isinstance(node.func, cst.Name) and node.func.value in self.module_classes:
             return "torch"
-        if qualified is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in facts().torch_methods and self.context.imports_torch:
+        if (
+            qualified is None
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in facts().torch_methods
+            and self.context.imports_torch
+        ):
             return "torch"
         return None
 

@@ -8,12 +8,13 @@ from typing import ClassVar, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.checks.insertions import Insertion, import_edit
 from torchdet_lint.core.diagnostics import Diagnostic, Fix
+from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.project import EntryPoint, Project, Reach
 from torchdet_lint.model.summary import RNG_KINDS
-from torchdet_lint.core.rule import FixAvailability, ProjectRule
 
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
 SEED_CALLS = {"torch": "torch.manual_seed(seed)", "random": "random.seed(seed)", "numpy": "np.random.seed(seed)"}
+
 
 def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optional[Fix]:
     insertion = Insertion(project, entry, needed)
@@ -28,11 +29,19 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
         name = insertion.module(kind)
         if name is None:
             return None
-        lines.append({"torch": f"{name}.manual_seed({seed})", "random": f"{name}.seed({seed})", "numpy": f"{name}.random.seed({seed})"}[kind])
+        lines.append(
+            {"torch": f"{name}.manual_seed({seed})", "random": f"{name}.seed({seed})", "numpy": f"{name}.random.seed({seed})"}[
+                kind
+            ]
+        )
     if guard:
         # A spawned function is a module-level one: its body's indentation is one step.
         lines = [f"if {guard}:", *((insertion.indent or "    ") + line for line in lines)]
-    where = "at the start of the entry point" if entry.spawn is None else f"at the start of `{entry.spawn.function}`, in the new process"
+    where = (
+        "at the start of the entry point"
+        if entry.spawn is None
+        else f"at the start of `{entry.spawn.function}`, in the new process"
+    )
     return insertion.fix(f"Seed {_join([RNG_WORDS[k] for k in needed])} {where}", lines)
 
 
@@ -85,11 +94,15 @@ def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, need
                 continue  # after the imports, the helper is not defined yet
             return insertion.fix(f"Call `{name}{arguments}` at the start of the main block", [f"{name}{arguments}"])
         module = project.index.import_name(display, entry.path)
-        if module is None or any(part.startswith("_") and part not in ("__init__", "__main__") for part in module.lstrip(".").split(".")):
+        if module is None or any(
+            part.startswith("_") and part not in ("__init__", "__main__") for part in module.lstrip(".").split(".")
+        ):
             continue  # a private module (`torch._numpy.random`) is not the project's seeding API
         bound = entry.summary.exports.get(name)
         if bound is None:
-            edit = import_edit(insertion.anchors, f"from {module} import {name}", module, insertion.first_party | {module.split(".")[0]})
+            edit = import_edit(
+                insertion.anchors, f"from {module} import {name}", module, insertion.first_party | {module.split(".")[0]}
+            )
             if edit.start < insertion.anchors.path_setup_end:
                 # Above the `sys.path` line that makes the project importable (a notebook's
                 # `sys.path.append(REPO)`): the plain seeding calls instead.
@@ -97,7 +110,9 @@ def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, need
             insertion.edits.append(edit)
         elif project.resolve(entry.path, "." + name) != [(display, name)] and bound != f"{module}.{name}":
             continue
-        return insertion.fix(f"Call the project's seeding helper `{name}{arguments}` at the start of the entry point", [f"{name}{arguments}"])
+        return insertion.fix(
+            f"Call the project's seeding helper `{name}{arguments}` at the start of the entry point", [f"{name}{arguments}"]
+        )
     return None
 
 
@@ -267,14 +282,14 @@ class UnseededTorch(_UnseededGlobalRng):
     fix_availability = FixAvailability.UNSAFE
     kind = "torch"
     bad = (
-        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    model = nn.Linear(4, 2)\n",
+        'import torch\nfrom torch import nn\n\nif __name__ == "__main__":\n    model = nn.Linear(4, 2)\n',
         "import torch\n\nfor step in range(3):\n    print(torch.randn(2))\n",
-        "import torch\n\nif __name__ == \"__main__\":\n    torch.cuda.manual_seed_all(0)\n    x = torch.rand(3)\n",
+        'import torch\n\nif __name__ == "__main__":\n    torch.cuda.manual_seed_all(0)\n    x = torch.rand(3)\n',
     )
     good = (
-        "import torch\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    torch.manual_seed(0)\n    model = nn.Linear(4, 2)\n",
+        'import torch\nfrom torch import nn\n\nif __name__ == "__main__":\n    torch.manual_seed(0)\n    model = nn.Linear(4, 2)\n',
         "import torch\nfrom torch import nn\n\n\ndef build():\n    return nn.Linear(4, 2)\n",
-        "import lightning as L\nfrom torch import nn\n\nif __name__ == \"__main__\":\n    L.seed_everything(1)\n    model = nn.Linear(4, 2)\n",
+        'import lightning as L\nfrom torch import nn\n\nif __name__ == "__main__":\n    L.seed_everything(1)\n    model = nn.Linear(4, 2)\n',
     )
 
     def message(self, project: Project, reach: Reach, draws) -> str:
@@ -319,9 +334,9 @@ class UnseededPythonRandom(_UnseededGlobalRng):
     summary = "an entry point reaches Python's `random` module and never calls `random.seed`"
     fix_availability = FixAvailability.UNSAFE
     kind = "random"
-    bad = ("import random\n\nif __name__ == \"__main__\":\n    print(random.random())\n",)
+    bad = ('import random\n\nif __name__ == "__main__":\n    print(random.random())\n',)
     good = (
-        "import random\n\nif __name__ == \"__main__\":\n    random.seed(0)\n    print(random.random())\n",
+        'import random\n\nif __name__ == "__main__":\n    random.seed(0)\n    print(random.random())\n',
         "import random\n\n\ndef pick(items):\n    return random.choice(items)\n",
     )
 
@@ -360,10 +375,10 @@ class UnseededNumpyRandom(_UnseededGlobalRng):
     summary = "an entry point reaches NumPy's global RNG and never calls `np.random.seed`"
     fix_availability = FixAvailability.UNSAFE
     kind = "numpy"
-    bad = ("import numpy as np\n\nif __name__ == \"__main__\":\n    print(np.random.rand(3))\n",)
+    bad = ('import numpy as np\n\nif __name__ == "__main__":\n    print(np.random.rand(3))\n',)
     good = (
-        "import numpy as np\n\nif __name__ == \"__main__\":\n    np.random.seed(0)\n    print(np.random.rand(3))\n",
-        "import numpy as np\n\nif __name__ == \"__main__\":\n    rng = np.random.default_rng(0)\n    print(rng.random(3))\n",
+        'import numpy as np\n\nif __name__ == "__main__":\n    np.random.seed(0)\n    print(np.random.rand(3))\n',
+        'import numpy as np\n\nif __name__ == "__main__":\n    rng = np.random.default_rng(0)\n    print(rng.random(3))\n',
     )
 
     def message(self, project: Project, reach: Reach, draws) -> str:

@@ -8,16 +8,23 @@ import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.checks.seeding.rng_object import SEED_KEYWORDS
-from torchdet_lint.model.facts import config_helpers, draw_kind, facts
-from torchdet_lint.model.summary import RNG_KINDS
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
+from torchdet_lint.model.facts import config_helpers, draw_kind, facts
+from torchdet_lint.model.summary import RNG_KINDS
 
 _UNSTABLE_PREFIXES = ("time.", "uuid.", "secrets.")
 _UNSTABLE_NAMES = frozenset(
     {
-        "os.getpid", "os.urandom", "torch.seed", "torch.random.seed", "numpy.random.SeedSequence",
-        "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.now",
+        "os.getpid",
+        "os.urandom",
+        "torch.seed",
+        "torch.random.seed",
+        "numpy.random.SeedSequence",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.datetime.today",
+        "datetime.now",
     }
 )
 
@@ -76,12 +83,12 @@ class UnstableSeedValue(Rule):
     summary = "the seed value changes between runs (`hash` of a str, the clock, the pid, random draws)"
     bad = (
         "import time\nimport torch\ntorch.manual_seed(int(time.time()))\n",
-        "import random\nrandom.seed(hash(\"experiment\"))\n",
+        'import random\nrandom.seed(hash("experiment"))\n',
         "import os\nimport numpy as np\nnp.random.seed(os.getpid())\n",
     )
     good = (
         "import torch\ntorch.manual_seed(42)\n",
-        "import zlib\nimport random\nrandom.seed(zlib.crc32(b\"experiment\"))\n",
+        'import zlib\nimport random\nrandom.seed(zlib.crc32(b"experiment"))\n',
         "import time\nimport torch\nstart = time.time()\ntorch.manual_seed(0)\n",
     )
 
@@ -129,7 +136,9 @@ class UnstableSeedValue(Rule):
             return
         source = self._unstable_value(seed, 0)
         if source is not None:
-            self.report(node, f"the seed comes from {source}, which changes between runs: use a fixed number (config, CLI argument)")
+            self.report(
+                node, f"the seed comes from {source}, which changes between runs: use a fixed number (config, CLI argument)"
+            )
 
     def _drawn_when_absent(self, call: cst.Call, argument) -> bool:
         """The seed argument is absent or a literal `None`."""
@@ -168,7 +177,11 @@ class UnstableSeedValue(Rule):
         if isinstance(value, (str, bytes)):
             return "a str"
         if value is not NOT_LITERAL:
-            return None if not isinstance(value, (tuple, list, frozenset)) or not any(isinstance(v, (str, bytes)) for v in value) else "a str"
+            return (
+                None
+                if not isinstance(value, (tuple, list, frozenset)) or not any(isinstance(v, (str, bytes)) for v in value)
+                else "a str"
+            )
         if isinstance(node, (cst.FormattedString, cst.SimpleString, cst.ConcatenatedString)):
             return "a str"
         if isinstance(node, (cst.Tuple, cst.List)):
@@ -188,7 +201,11 @@ class UnstableSeedValue(Rule):
         if isinstance(node, cst.Name):
             scopes = self.context.scopes
             annotation = scopes.annotation(node.value)
-            if annotation is not None and isinstance(annotation, cst.Name) and annotation.value in ("int", "float", "bool", "str", "bytes"):
+            if (
+                annotation is not None
+                and isinstance(annotation, cst.Name)
+                and annotation.value in ("int", "float", "bool", "str", "bytes")
+            ):
                 return "a str" if annotation.value in ("str", "bytes") else None
             if scopes.is_counter(node.value):
                 return None
@@ -218,7 +235,11 @@ class UnstableSeedValue(Rule):
                 elif name and (name.startswith(_UNSTABLE_PREFIXES) or name in _UNSTABLE_NAMES):
                     return f"`{spelling}()`"
                 elif name and draw_kind(name) is not None:
-                    if self.worker_functions and self.worker_functions[-1] and draw_kind(name) in seeded_in_worker(self.context.torch_version):
+                    if (
+                        self.worker_functions
+                        and self.worker_functions[-1]
+                        and draw_kind(name) in seeded_in_worker(self.context.torch_version)
+                    ):
                         continue  # in a loader worker's init function the loader seeded that generator
                     return f"a random draw, `{spelling}()`"
             stack.extend(reversed(current.children))  # left to right: name the first source
