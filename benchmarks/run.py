@@ -86,7 +86,8 @@ import json, resource, subprocess, sys
 completed = subprocess.run(sys.argv[2:])
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(sys.argv[1], "w") as out:
-    json.dump({"cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024, "returncode": completed.returncode}, out)
+    cpu = usage.ru_utime + usage.ru_stime
+    json.dump({"cpu": cpu, "peak_mb": usage.ru_maxrss / 1024, "returncode": completed.returncode}, out)
 """
 
 
@@ -311,20 +312,24 @@ def print_report(report: dict, cores: int) -> None:
     cold1, coldn, warm = report["cold_1_job"], report[f"cold_{cores}_jobs"], report["warm"]
     print(f"\n== {report['tree']}")
     print(
-        f"files parsed {bare['parsed']}, skipped by the pre-filter {bare['skipped']}, unparsable {bare['failed']}, {bare['lines']} lines parsed"
+        f"files parsed {bare['parsed']}, skipped by the pre-filter {bare['skipped']}, "
+        f"unparsable {bare['failed']}, {bare['lines']} lines parsed"
     )
     print(f"bare LibCST parse        cpu {bare['cpu']:8.2f} s   peak {bare['peak_mb']:7.0f} MB")
     print(
-        f"torchdet-lint cold -j1   cpu {cold1['cpu']:8.2f} s   wall {cold1['wall']:7.2f} s   peak {cold1['peak_mb']:7.0f} MB   phases {cold1['phases']}"
+        f"torchdet-lint cold -j1   cpu {cold1['cpu']:8.2f} s   wall {cold1['wall']:7.2f} "
+        f"s   peak {cold1['peak_mb']:7.0f} MB   phases {cold1['phases']}"
     )
     print(
-        f"torchdet-lint cold -j{cores}   cpu {coldn['cpu']:8.2f} s   wall {coldn['wall']:7.2f} s   peak {coldn['peak_mb']:7.0f} MB"
+        f"torchdet-lint cold -j{cores}   cpu {coldn['cpu']:8.2f} s   "
+        f"wall {coldn['wall']:7.2f} s   peak {coldn['peak_mb']:7.0f} MB"
     )
     print(f"torchdet-lint warm -j{cores}   cpu {warm['cpu']:8.2f} s   wall {warm['wall']:7.2f} s   phases {warm['phases']}")
     print(f"  cold -j1 / bare parse (CPU):        {cold1['cpu'] / max(bare['cpu'], 1e-9):6.2f}x   (target <= 1.3)")
     if len(report.get("cold_1_job_ratios", ())) > 1:
         print(
-            f"    (median of {len(report['cold_1_job_ratios'])} pairs: {', '.join(f'{r:.2f}x' for r in report['cold_1_job_ratios'])})"
+            f"    (median of {len(report['cold_1_job_ratios'])} pairs: "
+            f"{', '.join(f'{r:.2f}x' for r in report['cold_1_job_ratios'])})"
         )
     print(f"  parallel speed-up (wall, -j1/-j{cores}):  {cold1['wall'] / max(coldn['wall'], 1e-9):6.2f}x   (target >= 1.7)")
     print(f"  warm / cold -j{cores} (wall):             {warm['wall'] / max(coldn['wall'], 1e-9):6.1%}   (target <= 10%)")
@@ -342,11 +347,13 @@ def print_report(report: dict, cores: int) -> None:
         jobs = int(key.split("_")[1])
         torchfix = report[key]
         print(
-            f"TorchFix -j{jobs}             cpu {torchfix['cpu']:8.2f} s   wall {torchfix['wall']:7.2f} s   peak {torchfix['peak_mb']:7.0f} MB"
+            f"TorchFix -j{jobs}             cpu {torchfix['cpu']:8.2f} s   wall "
+            f"{torchfix['wall']:7.2f} s   peak {torchfix['peak_mb']:7.0f} MB"
         )
         if jobs in ours:
             print(
-                f"  TorchFix / torchdet-lint, -j{jobs} (wall):  {torchfix['wall'] / max(ours[jobs]['wall'], 1e-9):6.1f}x   (target >= 5)"
+                f"  TorchFix / torchdet-lint, -j{jobs} (wall):  "
+                f"{torchfix['wall'] / max(ours[jobs]['wall'], 1e-9):6.1f}x   (target >= 5)"
             )
 
 
@@ -387,7 +394,8 @@ def main() -> int:
     )
     uncached = small["no_cache"]
     print(
-        f"== the same file with --no-cache (parsed and analysed): median {uncached['median_wall']:.3f} s, best {uncached['best_wall']:.3f} s"
+        "== the same file with --no-cache (parsed and analysed): median "
+        f"{uncached['median_wall']:.3f} s, best {uncached['best_wall']:.3f} s"
     )
     print(
         f"== python -c 'import libcst': median {floor['median_wall']:.3f} s, best {floor['best_wall']:.3f} s: "

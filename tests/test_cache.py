@@ -14,7 +14,8 @@ from torchdet_lint.testing import settings_from
 HELPER_SEEDING = "import torch\n\n\ndef seed_all(seed=0):\n    torch.manual_seed(seed)\n"
 HELPER_NOT_SEEDING = "import torch\n\n\ndef seed_all(seed=0):\n    print('no seeding here', seed)\n"
 TRAIN = (
-    "import torch\nfrom utils.seed import seed_all\n\n\ndef main():\n    seed_all()\n    model = torch.nn.Linear(2, 2)\n    print(model)\n\n\n"
+    "import torch\nfrom utils.seed import seed_all\n\n\ndef main():\n    "
+    "seed_all()\n    model = torch.nn.Linear(2, 2)\n    print(model)\n\n\n"
     "if __name__ == '__main__':\n    main()\n"
 )
 

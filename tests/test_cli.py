@@ -56,8 +56,8 @@ def test_concise_format(project: Path) -> None:
     code, out, _ = run_cli(".", "--output-format", "concise", cwd=project)
     assert code == 1
     assert (
-        out.splitlines()[0]
-        == "train.py:3:1: TDL301 [*] `cudnn.benchmark = True` picks convolution algorithms by timing, which can differ between runs"
+        out.splitlines()[0] == "train.py:3:1: TDL301 [*] `cudnn.benchmark = True` picks convolution algorithms by timing, "
+        "which can differ between runs"
     )
 
 

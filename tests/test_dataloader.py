@@ -71,7 +71,10 @@ def test_tdl102_silent_without_workers_or_with_worker_init(extra: str) -> None:
     [
         "ds = Noisy()\nloader = DataLoader(ds, num_workers=2)\n",
         "from torch.utils.data import Subset\nloader = DataLoader(Subset(Noisy(), [0, 1]), num_workers=2)\n",
-        "from torch.utils.data import random_split\ntrain, val = random_split(Noisy(), [2, 2])\nloader = DataLoader(val, num_workers=2)\n",
+        (
+            "from torch.utils.data import random_split\ntrain, val = random_split(Noisy(), [2, 2])\n"
+            "loader = DataLoader(val, num_workers=2)\n"
+        ),
         "from torch.utils.data import ConcatDataset\nloader = DataLoader(ConcatDataset([Legacy(), Noisy()]), num_workers=2)\n",
         "import data\nloader = DataLoader(data.Noisy(), num_workers=2)\n",
         "def make():\n    ds = Noisy()\n    return DataLoader(dataset=ds, num_workers=4)\n",
@@ -85,16 +88,28 @@ def test_tdl102_dataset_resolution(body: str) -> None:
 def test_tdl102_rng_in_a_base_class_and_in_a_package() -> None:
     sources = {
         "pkg/__init__.py": "",
-        "pkg/base.py": "import random\nfrom torch.utils.data import Dataset\n\n\nclass Base(Dataset):\n    def __init__(self):\n        self.coin = random.Random(1)\n",
-        "pkg/child.py": "from .base import Base\n\n\nclass Child(Base):\n    def __getitem__(self, i):\n        return self.coin.random()\n",
-        "train.py": "from torch.utils.data import DataLoader\nfrom pkg.child import Child\n\nloader = DataLoader(Child(), num_workers=2)\n",
+        "pkg/base.py": (
+            "import random\nfrom torch.utils.data import Dataset\n\n\nclass Base(Dataset):\n"
+            "    def __init__(self):\n        self.coin = random.Random(1)\n"
+        ),
+        "pkg/child.py": (
+            "from .base import Base\n\n\nclass Child(Base):\n    def __getitem__(self, i):\n        return self.coin.random()\n"
+        ),
+        "train.py": (
+            "from torch.utils.data import DataLoader\nfrom pkg.child import Child\n\n"
+            "loader = DataLoader(Child(), num_workers=2)\n"
+        ),
     }
     (diagnostic,) = lint_sources(sources, select=["TDL102"])
     assert "`self.coin`" in diagnostic.message and "pkg/base.py:7" in diagnostic.message
 
 
 def test_tdl102_rng_made_in_getitem_is_fine() -> None:
-    data = "import numpy as np\nfrom torch.utils.data import Dataset\n\n\nclass D(Dataset):\n    def __getitem__(self, i):\n        self.rng = np.random.default_rng(i)\n        return self.rng.random()\n"
+    data = (
+        "import numpy as np\nfrom torch.utils.data import Dataset\n\n\nclass D(Dataset):\n"
+        "    def __getitem__(self, i):\n        self.rng = np.random.default_rng(i)\n"
+        "        return self.rng.random()\n"
+    )
     train = "from torch.utils.data import DataLoader\nfrom data import D\n\nloader = DataLoader(D(), num_workers=2)\n"
     assert _codes({"data.py": data, "train.py": train}) == []
 
@@ -130,7 +145,11 @@ def test_tdl104_sampler_bound_to_a_name_is_tdl104_not_tdl101() -> None:
 
 
 def test_tdl105_set_epoch_through_the_loader_counts() -> None:
-    source = "from torch.utils.data import DataLoader, DistributedSampler\nloader = DataLoader(d, sampler=DistributedSampler(d))\nfor e in range(2):\n    loader.sampler.set_epoch(e)\n"
+    source = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "loader = DataLoader(d, sampler=DistributedSampler(d))\nfor e in range(2):\n"
+        "    loader.sampler.set_epoch(e)\n"
+    )
     assert lint_sources({"a.py": source}, select=["TDL105"]) == []
     assert [d.code for d in lint_sources({"a.py": source.replace("loader.sampler.set_epoch(e)", "pass")}, select=["TDL105"])] == [
         "TDL105"
@@ -144,11 +163,18 @@ def test_tdl105_set_epoch_through_the_loader_counts() -> None:
         ("import os\nimport torchvision\nfiles = os.listdir('.')\nds = torchvision.datasets.MNIST('.')\n", True),
         ("import os\nfrom torch.utils.data import TensorDataset\nfiles = os.listdir('.')\nTensorDataset()\n", True),
         (
-            "import os\nfrom torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n        yield from sorted(os.scandir('.'), key=lambda e: e.name)\n",
+            (
+                "import os\nfrom torch.utils.data import IterableDataset\nclass S(IterableDataset):\n"
+                "    def __iter__(self):\n"
+                "        yield from sorted(os.scandir('.'), key=lambda e: e.name)\n"
+            ),
             False,
         ),
         (
-            "import glob\nfrom torch.utils.data import Dataset\nclass S(Dataset):\n    n = len(glob.glob('*'))\n    has = 'x' in glob.glob('*')\n",
+            (
+                "import glob\nfrom torch.utils.data import Dataset\nclass S(Dataset):\n"
+                "    n = len(glob.glob('*'))\n    has = 'x' in glob.glob('*')\n"
+            ),
             False,
         ),
     ],

@@ -16,7 +16,9 @@ HAZARD = "import torch\n\ntorch.backends.cudnn.benchmark = True  # keep me\n"
 VARIANTS = {
     "bom_crlf.py": b"\xef\xbb\xbfimport torch\r\n\r\ntorch.backends.cudnn.benchmark = True  # keep me\r\n",
     "cr_only.py": b"import torch\r\rtorch.backends.cudnn.benchmark = True  # keep me\r",
-    "latin1.py": b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9t\xe9'\ntorch.backends.cudnn.benchmark = True  # caf\xe9\n",
+    "latin1.py": (
+        b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9t\xe9'\ntorch.backends.cudnn.benchmark = True  # caf\xe9\n"
+    ),
     "tabs.py": b"import torch\nif True:\n\ttorch.backends.cudnn.benchmark = True\t# tab\n\tx = 1\n",
     "no_final_newline.py": b"import torch\ntorch.backends.cudnn.benchmark = True",
     "mixed.py": b"import torch\r\nx = 1\ntorch.backends.cudnn.benchmark = True\r\n",

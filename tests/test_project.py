@@ -22,7 +22,10 @@ from torchdet_lint.testing import lint_sources, settings_from
 
 PROJECT_CODES = ["TDL001", "TDL002", "TDL003", "TDL302"]
 
-MODEL = "from torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 1)\n"
+MODEL = (
+    "from torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n        self.fc = nn.Linear(4, 1)\n"
+)
 RESEARCH_LOOP = (
     "import torch\n\nfrom model import Net\n\nmodel = Net()\nfor step in range(3):\n    print(model(torch.ones(1, 4)))\n"
 )
@@ -65,7 +68,11 @@ def test_entry_point_kinds(tmp_path: Path) -> None:
             "pkg/__main__.py": "from .cli import run\n",
             "pkg/cli.py": "def run():\n    pass\n",
             "jobs/sweep.py": "def job():\n    pass\n",
-            "library.py": "import logging\nimport argparse\nimport warnings\n\nlogging.basicConfig()\nwarnings.filterwarnings('ignore')\nparser = argparse.ArgumentParser()\nparser.add_argument('--x')\n",
+            "library.py": (
+                "import logging\nimport argparse\nimport warnings\n\nlogging.basicConfig()\n"
+                "warnings.filterwarnings('ignore')\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--x')\n"
+            ),
         },
         {"entry-points": ["jobs/*.py"]},
     )
@@ -90,8 +97,14 @@ def test_a_library_only_project_gets_no_project_findings() -> None:
         {
             "lib/__init__.py": "from .model import Net\n",
             "lib/model.py": MODEL
-            + "\n\ndef sample():\n    import random\n    import numpy as np\n    import torch\n    return random.random(), np.random.rand(), torch.randn(2).cuda()\n",
-            "lib/registry.py": "from lib.model import Net\n\nREGISTRY = {}\nREGISTRY['net'] = Net\nfor name in list(REGISTRY):\n    REGISTRY[name.upper()] = REGISTRY[name]\n",
+            + (
+                "\n\ndef sample():\n    import random\n    import numpy as np\n    import torch\n"
+                "    return random.random(), np.random.rand(), torch.randn(2).cuda()\n"
+            ),
+            "lib/registry.py": (
+                "from lib.model import Net\n\nREGISTRY = {}\nREGISTRY['net'] = Net\n"
+                "for name in list(REGISTRY):\n    REGISTRY[name.upper()] = REGISTRY[name]\n"
+            ),
             "lib/utils.py": "import lib.registry\n",
         },
         select=PROJECT_CODES,
@@ -117,11 +130,20 @@ def test_seed_two_calls_away_in_a_plain_directory_silences_tdl001() -> None:
 def test_relative_imports_src_layout_and_re_exports() -> None:
     sources = {
         "src/pkg/__init__.py": "from .seeding import seed_everything as seed_all\n",
-        "src/pkg/seeding.py": "import random\n\nimport numpy as np\nimport torch\n\n\ndef seed_everything(seed):\n    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n",
+        "src/pkg/seeding.py": (
+            "import random\n\nimport numpy as np\nimport torch\n\n\ndef seed_everything(seed):\n"
+            "    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n"
+        ),
         "src/pkg/models/__init__.py": "",
-        "src/pkg/models/net.py": "from ..layers import make\n\n\nclass Net:\n    def __init__(self):\n        self.layer = make()\n",
-        "src/pkg/layers.py": "import random\n\nfrom torch import nn\n\n\ndef make():\n    random.random()\n    return nn.Linear(2, 2)\n",
-        "scripts/train.py": "import pkg\nfrom pkg.models.net import Net\n\nif __name__ == '__main__':\n    pkg.seed_all(0)\n    Net()\n",
+        "src/pkg/models/net.py": (
+            "from ..layers import make\n\n\nclass Net:\n    def __init__(self):\n        self.layer = make()\n"
+        ),
+        "src/pkg/layers.py": (
+            "import random\n\nfrom torch import nn\n\n\ndef make():\n    random.random()\n    return nn.Linear(2, 2)\n"
+        ),
+        "scripts/train.py": (
+            "import pkg\nfrom pkg.models.net import Net\n\nif __name__ == '__main__':\n    pkg.seed_all(0)\n    Net()\n"
+        ),
         "scripts/unseeded.py": "from pkg.models.net import Net\n\nif __name__ == '__main__':\n    Net()\n",
     }
     assert _codes(lint_sources(sources, select=PROJECT_CODES)) == [
@@ -133,8 +155,10 @@ def test_relative_imports_src_layout_and_re_exports() -> None:
 def test_methods_through_local_instances_and_inherited_init() -> None:
     sources = {
         "trainer.py": (
-            "import torch\nfrom torch import nn\n\n\nclass Base:\n    def __init__(self):\n        self.model = nn.Linear(2, 2)\n\n\n"
-            "class Trainer(Base):\n    def fit(self):\n        self.step()\n\n    def step(self):\n        torch.randn(2).cuda()\n"
+            "import torch\nfrom torch import nn\n\n\nclass Base:\n    def "
+            "__init__(self):\n        self.model = nn.Linear(2, 2)\n\n\n"
+            "class Trainer(Base):\n    def fit(self):\n        self.step()\n\n    def step(self):\n"
+            "        torch.randn(2).cuda()\n"
         ),
         "main.py": "from trainer import Trainer\n\nif __name__ == '__main__':\n    trainer = Trainer()\n    trainer.fit()\n",
     }
@@ -149,8 +173,11 @@ def _registry_project(members: int) -> Dict[str, str]:
     functions = "".join(f"@register\ndef metric_{i}(x):\n    return x\n\n\n" for i in range(members - 1))
     functions += f"@register\ndef metric_{members - 1}(x):\n    return x + random.random()\n"
     return {
-        "metrics.py": f"import random\n\n_METRICS = {{}}\n\n\ndef register(fn):\n    _METRICS[fn.__name__] = fn\n    return fn\n\n\n{functions}",
-        "main.py": "import sys\n\nfrom metrics import _METRICS\n\nif __name__ == '__main__':\n    print(_METRICS[sys.argv[1]](1))\n",
+        "metrics.py": "import random\n\n_METRICS = {}\n\n\ndef register(fn):\n"
+        f"    _METRICS[fn.__name__] = fn\n    return fn\n\n\n{functions}",
+        "main.py": (
+            "import sys\n\nfrom metrics import _METRICS\n\nif __name__ == '__main__':\n    print(_METRICS[sys.argv[1]](1))\n"
+        ),
     }
 
 
@@ -195,7 +222,10 @@ def test_a_method_on_a_factory_result_in_a_deep_hierarchy_stays_bounded() -> Non
             + "def make_noisy(name):\n    return Loop3() if name else Noisy()\n"
         ),
         "quiet.py": "import sys\n\nfrom loops import make\n\nif __name__ == '__main__':\n    print(make(sys.argv[1]).step())\n",
-        "noisy.py": "import sys\n\nfrom loops import make_noisy\n\nif __name__ == '__main__':\n    print(make_noisy(sys.argv[1]).step())\n",
+        "noisy.py": (
+            "import sys\n\nfrom loops import make_noisy\n\nif __name__ == '__main__':\n"
+            "    print(make_noisy(sys.argv[1]).step())\n"
+        ),
     }
     assert _codes(lint_sources(sources, select=["TDL001"])) == ["noisy.py:5:1 TDL001"]
 
@@ -215,7 +245,11 @@ def test_a_chain_through_a_file_the_pre_filter_skips_is_kept() -> None:
 
 
 def test_empty_summary_scans_imports_definitions_and_calls() -> None:
-    text = "from .b import helper\nimport os.path as p\n\n\nclass C:\n    def m(self):\n        self.n()\n\n    def n(self):\n        helper()\n\n\ndef f():\n    C()\n\n\nif __name__ == '__main__':\n    f()\n"
+    text = (
+        "from .b import helper\nimport os.path as p\n\n\nclass C:\n    def m(self):\n"
+        "        self.n()\n\n    def n(self):\n        helper()\n\n\ndef f():\n    C()\n\n\n"
+        "if __name__ == '__main__':\n    f()\n"
+    )
     summary = empty_summary("pkg/a.py", "pkg.a", text)
     assert summary.imports == ["pkg.b.helper", "os.path"]
     assert summary.main_guard_line == 17
@@ -258,7 +292,10 @@ def test_summaries_are_plain_picklable_data(tmp_path: Path) -> None:
 
 
 def test_summary_lines_match_the_source() -> None:
-    text = "import torch\n\nx = (\n    torch.randn(2)\n)\ny = '''\n\n'''; z = torch.rand(\n  3)\nif x:\n    torch.cuda.ipc_collect() or x.cuda()\n"
+    text = (
+        "import torch\n\nx = (\n    torch.randn(2)\n)\ny = '''\n\n'''; z = torch.rand(\n  3)\n"
+        "if x:\n    torch.cuda.ipc_collect() or x.cuda()\n"
+    )
     options = make_options(Settings())
     summary = check_text(text, "s.py", options, "s", False).summary
     module = summary.functions["<module>"]
@@ -280,7 +317,10 @@ def test_tdl201_stays_without_entry_points_and_goes_with_an_enabling_one() -> No
     enabling = dict(
         library,
         **{
-            "train.py": "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n    torch.use_deterministic_algorithms(True)\n    layer()\n"
+            "train.py": (
+                "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n"
+                "    torch.use_deterministic_algorithms(True)\n    layer()\n"
+            )
         },
     )
     assert lint_sources(enabling, config, select=["TDL201"]) == []
@@ -290,7 +330,10 @@ def test_one_enabling_entry_point_silences_tdl201_project_wide() -> None:
     """RULES.md: one entry point that enables the flag silences TDL201 everywhere, other entry points included."""
     sources = {
         "layers.py": CONV,
-        "train.py": "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n    torch.use_deterministic_algorithms(True)\n    layer()\n",
+        "train.py": (
+            "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n"
+            "    torch.use_deterministic_algorithms(True)\n    layer()\n"
+        ),
         "probe.py": "import torch\n\nif __name__ == '__main__':\n    torch.nn.Conv2d(3, 8, 3)\n",
     }
     assert lint_sources(sources, {"profile": "strict"}, select=["TDL201"]) == []
@@ -323,16 +366,21 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     assert [d.code for d in diagnostics] == ["TDL302"] and "`F.interpolate` at ops.py:5" in diagnostics[0].message
     protected = dict(unprotected, **{"helpers.py": helper})
     protected["run.py"] = (
-        "import torch\nfrom helpers import deterministic\nfrom ops import up\n\nif __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2))\n"
+        "import torch\nfrom helpers import deterministic\nfrom ops import up\n\n"
+        "if __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2))\n"
     )
     assert lint_sources(protected, select=["TDL302"]) == []
     assert lint_sources(unprotected, {"assume-deterministic-mode": True}, select=["TDL302"]) == []
 
 
-BICUBIC_LOSS = 'import torch.nn.functional as F\n\n\ndef loss_of(model, x):\n    return F.interpolate(model(x), scale_factor=2, mode="bicubic").mean()\n'
+BICUBIC_LOSS = (
+    "import torch.nn.functional as F\n\n\ndef loss_of(model, x):\n"
+    '    return F.interpolate(model(x), scale_factor=2, mode="bicubic").mean()\n'
+)
 BICUBIC_TRAIN = (
     'import torch\n\nfrom losses import loss_of\n\nif __name__ == "__main__":\n    torch.manual_seed(0)\n'
-    "    model = torch.nn.Conv2d(3, 3, 3).cuda()\n    for _ in range(3):\n        loss_of(model, torch.randn(2, 3, 8, 8).cuda()).backward()\n"
+    "    model = torch.nn.Conv2d(3, 3, 3).cuda()\n    for _ in range(3):\n"
+    "        loss_of(model, torch.randn(2, 3, 8, 8).cuda()).backward()\n"
 )
 
 
@@ -351,7 +399,8 @@ def test_tdl302_offers_no_fix_where_a_reached_operation_raises_under_the_flag(tm
     [diagnostic] = json.loads(completed.stdout)
     assert diagnostic["code"] == "TDL302" and diagnostic["fix"] is None
     assert diagnostic["message"].endswith(
-        "no fix offered: `F.interpolate` raises under the flag at losses.py:5 (TDL202), so enabling the flag would stop the run there"
+        "no fix offered: `F.interpolate` raises under the flag at "
+        "losses.py:5 (TDL202), so enabling the flag would stop the run there"
     )
     # The same upsampling in a bilinear mode (the flag makes it deterministic): the fix is offered.
     (tmp_path / "losses.py").write_text(BICUBIC_LOSS.replace("bicubic", "bilinear"), encoding="utf-8")
@@ -410,7 +459,10 @@ def test_seeding_fix_is_shared_by_tdl001_to_tdl003_and_seeds_only_what_is_reache
 
 
 def test_functions_handed_to_runners_are_followed_and_stored_callbacks_are_not() -> None:
-    body = "import fire\nimport torch\n\n\ndef main():\n    torch.randn(2)\n\n\ndef sampler():\n    torch.randn(2)\n\n\nTABLE = dict(fn=sampler)\n"
+    body = (
+        "import fire\nimport torch\n\n\ndef main():\n    torch.randn(2)\n\n\ndef sampler():\n"
+        "    torch.randn(2)\n\n\nTABLE = dict(fn=sampler)\n"
+    )
     assert _codes(lint_sources({"run.py": body + "\nif __name__ == '__main__':\n    fire.Fire(main)\n"}, select=["TDL001"])) == [
         "run.py:15:1 TDL001"
     ]
@@ -452,8 +504,10 @@ def test_a_notebook_is_an_entry_point_with_cell_positions() -> None:
 
 def test_nested_functions_run_when_called_not_when_defined() -> None:
     source = (
-        "import torch\n\n\ndef decorator(fn):\n    def wrapper(*args):\n        torch.randn(2)\n        return fn(*args)\n\n    return wrapper\n\n\n"
-        "@decorator\ndef work():\n    pass\n\n\ndef main():\n    def step():\n        return torch.rand(1)\n\n    return step()\n\n\n"
+        "import torch\n\n\ndef decorator(fn):\n    def wrapper(*args):\n       "
+        " torch.randn(2)\n        return fn(*args)\n\n    return wrapper\n\n\n"
+        "@decorator\ndef work():\n    pass\n\n\ndef main():\n    def "
+        "step():\n        return torch.rand(1)\n\n    return step()\n\n\n"
         "if __name__ == '__main__':\n    {}\n"
     )
     assert lint_sources({"run.py": source.format("print(work)")}, select=["TDL001"]) == []

@@ -165,7 +165,8 @@ def test_a_keyword_dict_with_keys_that_are_not_identifiers(tmp_path: Path) -> No
     """`**{"np.bool_": ...}` can only reach a **kwargs parameter: it is not taken for keywords (it crashed once)."""
     (tmp_path / "train.py").write_text(
         'import numpy as np\nfrom torch.utils.data import DataLoader\n\naliases = {"np.bool_": np.bool_}\n\n\n'
-        'def main(ds):\n    options = {"shuffle": True, "np.float_": 1}\n    DataLoader(ds, **options)\n    register(**aliases)\n',
+        'def main(ds):\n    options = {"shuffle": True, "np.float_": 1}\n'
+        "    DataLoader(ds, **options)\n    register(**aliases)\n",
         encoding="utf-8",
     )
     code, out, err = run_cli("--output-format", "concise", "--no-cache", "train.py", cwd=tmp_path)

@@ -100,7 +100,10 @@ def test_tdl004_seed_everything_covers_numpy_draws() -> None:
 
 
 def test_tdl005_seeded_through_an_attribute_is_fine() -> None:
-    source = "import torch\n\n\nclass S:\n    def __init__(self, seed):\n        self.g = torch.Generator()\n        self.g.manual_seed(seed)\n"
+    source = (
+        "import torch\n\n\nclass S:\n    def __init__(self, seed):\n"
+        "        self.g = torch.Generator()\n        self.g.manual_seed(seed)\n"
+    )
     assert lint_sources({"a.py": source}, select=["TDL005"]) == []
 
 
@@ -163,7 +166,10 @@ def test_tdl007(seed: str, reported: bool) -> None:
 # -- which seeding helper the TDL001 fix calls (RULES.md, "Decisions from real repositories") ------
 
 _TRAIN = 'import torch\n\n\ndef main():\n    return torch.randn(3)\n\n\nif __name__ == "__main__":\n    main()\n'
-_HELPER = "import random\n\nimport numpy as np\nimport torch\n\n\ndef {name}(seed):\n    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n"
+_HELPER = (
+    "import random\n\nimport numpy as np\nimport torch\n\n\ndef {name}(seed):\n"
+    "    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n"
+)
 
 
 def _fixed_train(tmp_path, files):

@@ -39,7 +39,8 @@ TEST_RULES = textwrap.dedent(
 
         def visit_Call(self, node):
             if isinstance(node.func, cst.Name) and node.func.value == "unsafe_call":
-                self.report(node, fix=FixBuilder("Call `safe_call` instead", Applicability.UNSAFE).replace(node.func, cst.Name("safe_call")))
+                fix = FixBuilder("Call `safe_call` instead", Applicability.UNSAFE).replace(node.func, cst.Name("safe_call"))
+                self.report(node, fix=fix)
 
     class ImportsTorchThrough(ProjectRule):
         """Test rule."""

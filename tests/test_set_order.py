@@ -34,7 +34,10 @@ def test_pop_is_reported_without_a_fix() -> None:
 
 def test_a_deeply_nested_expression_leaves_the_file_analysed() -> None:
     terms = " + ".join(f"a{i}" for i in range(1200))  # deeper than this reading recurses, not too deep for positions
-    source = f"import torch\ndef f(xs):\n    s = {{x.lower() for x in xs}}\n    t = {terms}\n    return list(s)\n\ndef g(xs):\n    return list({{x.strip() for x in xs}})\n"
+    source = (
+        f"import torch\ndef f(xs):\n    s = {{x.lower() for x in xs}}\n    t = {terms}\n    return list(s)\n\n"
+        "def g(xs):\n    return list({x.strip() for x in xs})\n"
+    )
     diagnostics = lint_sources({"a.py": source}, select=["TDL107", "TDL000"])
     assert [(d.code, d.line) for d in diagnostics] == [("TDL107", 8)]
 
@@ -49,5 +52,8 @@ def test_a_function_defined_after_its_caller_is_followed() -> None:
 
 
 def test_ints_and_unknown_elements_without_index_mapping_are_silent() -> None:
-    source = "import torch\ndef f(xs, ys):\n    a = list({int(x) for x in xs})\n    b = list(set(ys))\n    return a, b, {i: j for j, i in enumerate({1, 2})}\n"
+    source = (
+        "import torch\ndef f(xs, ys):\n    a = list({int(x) for x in xs})\n    b = list(set(ys))\n"
+        "    return a, b, {i: j for j, i in enumerate({1, 2})}\n"
+    )
     assert _tdl107(source) == []

@@ -12,8 +12,14 @@ SOURCES = [
     "@dec(1)\n@other\nasync def f(a, /, b: int = 2, *args, c, **kw) -> R:\n    await g(a)\n",
     "class C(B, metaclass=M):\n    x: int = 1\n    def m(self):\n        return [i for i in range(3) if i]\n",
     "y = {k: v for k, v in d.items()}\nz = lambda q, r=1: q + r\nw = (a if b else c)[1:2, ::3]\n",
-    "with open(p) as f, g() as (h, i):\n    pass\ntry:\n    pass\nexcept E as e:\n    raise X from e\nelse:\n    pass\nfinally:\n    del q\n",
-    "match cmd:\n    case [x, *rest] if x:\n        pass\n    case {'k': v, **kw}:\n        pass\n    case P(a, b=c) | None:\n        pass\n",
+    (
+        "with open(p) as f, g() as (h, i):\n    pass\ntry:\n    pass\nexcept E as e:\n"
+        "    raise X from e\nelse:\n    pass\nfinally:\n    del q\n"
+    ),
+    (
+        "match cmd:\n    case [x, *rest] if x:\n        pass\n    case {'k': v, **kw}:\n"
+        "        pass\n    case P(a, b=c) | None:\n        pass\n"
+    ),
     "s = f'{a!r:>{w}} and {b}' 'x'\nglobal g\nfor i, (j, k) in enumerate(z):\n    continue\nwhile x := f():\n    break\n",
     "x = -a ** ~b @ c // d\nassert x, 'msg'\nx += yield_ if not a and b or c in d is not e else 0\n",
 ]

@@ -28,7 +28,8 @@ def test_wheel_installs_and_lints_with_catalog_data(tmp_path: Path) -> None:
         [
             str(python),
             "-c",
-            "import importlib.resources as r; print(sorted(p.name for p in r.files('torchdet_lint').joinpath('rules').iterdir()))",
+            "import importlib.resources as r; print(sorted(p.name for p "
+            "in r.files('torchdet_lint').joinpath('rules').iterdir()))",
         ],
         check=True,
         capture_output=True,

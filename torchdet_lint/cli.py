@@ -225,7 +225,8 @@ def _summary_line(diagnostics, fixed_count: int, unsafe: bool, args) -> str:
         left = len(diagnostics)
         if fixed_count:
             lines.append(
-                f"Found {left + fixed_count} error{'s' if left + fixed_count != 1 else ''} ({fixed_count} fixed, {left} remaining)."
+                f"Found {left + fixed_count} error{'s' if left + fixed_count != 1 else ''} "
+                f"({fixed_count} fixed, {left} remaining)."
             )
         else:
             lines.append(f"Found {left} error{'s' if left != 1 else ''}.")

@@ -168,7 +168,10 @@ class CompileAutotuning(Rule):
 
     code = "TDL306"
     name = "compile-autotuning"
-    summary = 'Inductor autotuning (`mode="max-autotune"`, `max_autotune`, ...) picks kernels by timing, which can differ between runs, without Inductor\'s deterministic mode'
+    summary = (
+        'Inductor autotuning (`mode="max-autotune"`, `max_autotune`, ...) picks kernels by timing, '
+        "which can differ between runs, without Inductor's deterministic mode"
+    )
     fix_availability = FixAvailability.SAFE
     example_config = {"torch-version": "2.13"}
     bad = (
@@ -179,8 +182,14 @@ class CompileAutotuning(Rule):
     )
     good = (
         "import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4))\n",
-        'import torch\n\ntorch._inductor.config.deterministic = True\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="max-autotune")\n',
-        'import torch\n\ntorch.use_deterministic_algorithms(True)\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="max-autotune")\n',
+        (
+            "import torch\n\ntorch._inductor.config.deterministic = True\n"
+            'model = torch.compile(torch.nn.Linear(4, 4), mode="max-autotune")\n'
+        ),
+        (
+            "import torch\n\ntorch.use_deterministic_algorithms(True)\n"
+            'model = torch.compile(torch.nn.Linear(4, 4), mode="max-autotune")\n'
+        ),
         'import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="reduce-overhead")\n',
     )
 
@@ -498,13 +507,15 @@ def facts_table(facts: InductorFacts) -> str:
     for setting in facts.settings:
         role = "deterministic mode" if setting.role == DETERMINISTIC else "autotuning"
         lines.append(
-            f"| `torch._inductor.config.{setting.name}` / `{setting.env}` ({role}) | {version_text(setting.since)} | {setting.source} |"
+            f"| `torch._inductor.config.{setting.name}` / `{setting.env}` "
+            f"({role}) | {version_text(setting.since)} | {setting.source} |"
         )
     for mode in facts.modes:
         sets = "; ".join(f"{version_text(since)}: " + ", ".join(f"`{n}`" for n in names) for since, names in mode.sets)
         lines.append(f'| `torch.compile(mode="{mode.name}")` turns on {sets} | {version_text(mode.since)} | {mode.source} |')
     lines.append(
-        f"| `torch.use_deterministic_algorithms(True)` turns Inductor's deterministic mode on | {version_text(facts.flag_since)} | {facts.flag_source} |"
+        "| `torch.use_deterministic_algorithms(True)` turns Inductor's deterministic "
+        f"mode on | {version_text(facts.flag_since)} | {facts.flag_source} |"
     )
     if facts.flag_notes:
         lines += ["", facts.flag_notes]

@@ -104,10 +104,16 @@ class DeterministicModeNotEnabled(ProjectRule):
     fix_availability = FixAvailability.UNSAFE
     bad = (
         'import torch\n\nif __name__ == "__main__":\n    x = torch.ones(3).cuda()\n',
-        'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nfor step in range(3):\n    print(torch.ones(2, device=device))\n',
+        (
+            'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "for step in range(3):\n    print(torch.ones(2, device=device))\n"
+        ),
     )
     good = (
-        'import torch\n\nif __name__ == "__main__":\n    torch.use_deterministic_algorithms(True)\n    x = torch.ones(3).cuda()\n',
+        (
+            'import torch\n\nif __name__ == "__main__":\n    torch.use_deterministic_algorithms(True)\n'
+            "    x = torch.ones(3).cuda()\n"
+        ),
         "import torch\n\n\ndef to_gpu(x):\n    return x.cuda()\n",
         'import torch\n\nif __name__ == "__main__":\n    print(torch.cuda.is_available())\n',
     )

@@ -353,7 +353,10 @@ class NondeterministicOp(_FlagAware):
         'import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode="bilinear")\n',
     )
     good = (
-        "import torch\ntorch.use_deterministic_algorithms(True)\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n",
+        (
+            "import torch\ntorch.use_deterministic_algorithms(True)\n\ndef spread(out, index, src):\n"
+            "    return out.index_add_(0, index, src)\n"
+        ),
         "import torch.nn.functional as F\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2)\n",
         "import pandas as pd\n\ndef spread(out, index, src):\n    return out.index_add_(0, index, src)\n",
     )
@@ -569,7 +572,8 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     operation).
 
     ## References
-    - torch_scatter: <https://pytorch-scatter.readthedocs.io/> ("implemented via atomic operations on the GPU and is therefore non-deterministic")
+    - torch_scatter: <https://pytorch-scatter.readthedocs.io/> ("implemented via atomic operations on the GPU
+      and is therefore non-deterministic")
     - torchvision `roi_align` deterministic path: `torchvision/ops/roi_align.py` (0.16+)
     - flash-attention `flash_attn_func(..., deterministic=False)`
     - The catalog: `rules/third_party.toml` (a `source` per entry)
@@ -589,7 +593,10 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     )
     good = (
         'from torch_scatter import segment_csr\n\ndef pool(x, ptr):\n    return segment_csr(x, ptr, reduce="sum")\n',
-        "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True, deterministic=True)\n",
+        (
+            "from flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n"
+            "    return flash_attn_func(q, k, v, causal=True, deterministic=True)\n"
+        ),
         "from torchvision.ops import nms\n\ndef keep(boxes, scores):\n    return nms(boxes, scores, 0.5)\n",
         "from mmcv.ops import RoIAlign\n\nroi_layer = RoIAlign(7, spatial_scale=0.25, use_torchvision=True)\n",
     )

@@ -437,7 +437,8 @@ class ContradictoryCudnnFlags(BranchTracker, Rule):
         if constant is True:
             self.report(
                 where,
-                "`Trainer(deterministic=True, benchmark=True)`: benchmarking picks cuDNN algorithms by timing, undoing `deterministic`",
+                "`Trainer(deterministic=True, benchmark=True)`: benchmarking "
+                "picks cuDNN algorithms by timing, undoing `deterministic`",
                 _false_fix(benchmark.value, "benchmark"),
             )
         elif constant is NOT_LITERAL:
@@ -518,7 +519,8 @@ class DeterministicWarnOnly(Rule):
             if mode is True and warn_only is True:
                 self.report(
                     node,
-                    "`warn_only=True` only warns: operations without a deterministic implementation still run nondeterministically",
+                    "`warn_only=True` only warns: operations without a "
+                    "deterministic implementation still run nondeterministically",
                 )
             elif mode is False:
                 self.report(node, f"`{name.split('.')[-1]}(False)` explicitly turns deterministic mode off")

@@ -473,7 +473,8 @@ def _conditions(value: Any, where: _Where) -> Tuple[Condition, ...]:
             kind, values = next(iter(spec.items()))
             if kind not in _CONDITION_KINDS or not isinstance(values, list):
                 raise where.error(
-                    f"`when.{param}`: unknown condition `{kind}` (expected one of {', '.join(sorted(_CONDITION_KINDS))} with a list)"
+                    f"`when.{param}`: unknown condition `{kind}` (expected one "
+                    f"of {', '.join(sorted(_CONDITION_KINDS))} with a list)"
                 )
             result.append(Condition(param, kind, _normal(values)))
         else:
@@ -630,7 +631,8 @@ def _operation(table: Mapping[str, Any], kind: str, file: str) -> Operation:
     if kind == THIRD_PARTY_KIND:
         if bool(library) == bool(follows):
             raise where.error(
-                "a third-party entry needs either `library` (its `versions` are the library's) or `follows` (a torch operation's id)"
+                "a third-party entry needs either `library` (its `versions` "
+                "are the library's) or `follows` (a torch operation's id)"
             )
         if follows:
             _string(table, "via", where)

@@ -27,8 +27,8 @@ SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
 # (call target, keyword, position); one that seeds that parameter itself silences it.
 SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
 # Diagnostic.extra key (TDL004): first-party calls made before the seed, as (call target, spelling,
-# line: a number, or `cell N, line M` in a notebook); the finding stands only if one of them builds a module that draws from torch (a first-party
-# class, or what a first-party factory returns). The project phase decides and names it.
+# line: a number, or `cell N, line M` in a notebook); the finding stands only if one of them builds a module
+# that draws from torch (a first-party class, or what a first-party factory returns). The project phase decides and names it.
 KEPT_IF_FIRST_PARTY_DRAWS = "kept_if_first_party_draws"
 DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 

@@ -25,7 +25,9 @@ from torchdet_lint.core.data import rules_directory
 from torchdet_lint.engine.file_pass import cyclic_gc_paused
 
 CACHE_DIR_NAME = ".torchdet_lint_cache"
-_FORMAT = 4  # bump when the pickled result layout changes (2: the classes moved into core/ and engine/; 3: FileSummary.aliases; 4: star imports)
+# Bump when the pickled result layout changes (2: the classes moved into core/ and engine/;
+# 3: FileSummary.aliases; 4: star imports).
+_FORMAT = 4
 
 
 def _catalog_fingerprint() -> str:

@@ -899,9 +899,9 @@ def optimizer_loads(project: Any, resume: Dict[str, ResumeFacts]) -> List[Tuple[
     hands an optimizer (`via` that caller). `load_node` says which function must be reached."""
     found: List[Tuple[str, OptimizerLoad]] = []
     seen: Set[Tuple[str, int, Tuple[str, str]]] = set()
-    for display, facts in sorted(resume.items()):
-        found.extend((display, load) for load in facts.loads)
-        for argument in facts.optimizer_arguments:
+    for display, file_facts in sorted(resume.items()):
+        found.extend((display, load) for load in file_facts.loads)
+        for argument in file_facts.optimizer_arguments:
             for path, key in project.resolve(display, argument.target):
                 helper = resume.get(path)
                 for load in helper.parameter_loads if helper is not None else ():

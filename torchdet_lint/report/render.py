@@ -129,7 +129,8 @@ def render_markdown(cards: Sequence[Scorecard]) -> str:
             for card, check in missing:
                 for evidence in card.checks[check].evidence:
                     lines.append(
-                        f"- `{_markdown_text(_entry(card))}` {check}: `{_markdown_text(evidence.where())}` {_markdown_text(evidence.message)}"
+                        f"- `{_markdown_text(_entry(card))}` {check}: "
+                        f"`{_markdown_text(evidence.where())}` {_markdown_text(evidence.message)}"
                     )
     return "\n".join(lines) + "\n"
 

@@ -104,13 +104,25 @@ class UnorderedFileListing(Rule):
     trigger_words = last_names(_LISTINGS | _PATH_METHODS)
     fix_availability = FixAvailability.SAFE
     bad = (
-        "import os\nfrom torch.utils.data import Dataset\n\nclass Images(Dataset):\n    def __init__(self, root):\n        self.files = os.listdir(root)\n",
-        "from pathlib import Path\nimport torchvision\nfiles = list(Path('data').glob('*.png'))\nds = torchvision.datasets.ImageFolder('data')\n",
+        (
+            "import os\nfrom torch.utils.data import Dataset\n\nclass Images(Dataset):\n"
+            "    def __init__(self, root):\n        self.files = os.listdir(root)\n"
+        ),
+        (
+            "from pathlib import Path\nimport torchvision\nfiles = list(Path('data').glob('*.png'))\n"
+            "ds = torchvision.datasets.ImageFolder('data')\n"
+        ),
     )
     good = (
-        "import os\nfrom torch.utils.data import Dataset\n\nclass Images(Dataset):\n    def __init__(self, root):\n        self.files = sorted(os.listdir(root))\n",
+        (
+            "import os\nfrom torch.utils.data import Dataset\n\nclass Images(Dataset):\n"
+            "    def __init__(self, root):\n        self.files = sorted(os.listdir(root))\n"
+        ),
         "import os\nfiles = os.listdir('data')\n",
-        "import glob\nfrom torch.utils.data import Dataset\nfiles = glob.glob('*.png')\nfiles.sort()\nclass D(Dataset):\n    pass\n",
+        (
+            "import glob\nfrom torch.utils.data import Dataset\nfiles = glob.glob('*.png')\n"
+            "files.sort()\nclass D(Dataset):\n    pass\n"
+        ),
     )
 
     def __init__(self, context) -> None:

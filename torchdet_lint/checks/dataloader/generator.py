@@ -63,7 +63,10 @@ class DataLoaderWithoutGenerator(Rule):
         "from torch.utils.data import DataLoader, RandomSampler\nloader = DataLoader(ds, sampler=RandomSampler(ds))\n",
     )
     good = (
-        "import torch\nfrom torch.utils.data import DataLoader\ng = torch.Generator().manual_seed(0)\nloader = DataLoader(ds, shuffle=True, generator=g)\n",
+        (
+            "import torch\nfrom torch.utils.data import DataLoader\n"
+            "g = torch.Generator().manual_seed(0)\nloader = DataLoader(ds, shuffle=True, generator=g)\n"
+        ),
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=False)\n",
     )
 
@@ -81,7 +84,8 @@ class DataLoaderWithoutGenerator(Rule):
         if how == "shuffle":
             self.report(
                 node,
-                "this shuffling DataLoader has no `generator=`: its order comes from the global torch RNG and changes with every other use of it",
+                "this shuffling DataLoader has no `generator=`: its order comes "
+                "from the global torch RNG and changes with every other use of it",
                 generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
             )
         else:

@@ -55,7 +55,10 @@ class UnseededRandomSplit(Rule):
         "from torch.utils.data import RandomSampler\nsampler = RandomSampler(ds)\n",
     )
     good = (
-        "import torch\nfrom torch.utils.data import random_split\ntrain, val = random_split(ds, [0.8, 0.2], generator=torch.Generator().manual_seed(0))\n",
+        (
+            "import torch\nfrom torch.utils.data import random_split\n"
+            "train, val = random_split(ds, [0.8, 0.2], generator=torch.Generator().manual_seed(0))\n"
+        ),
         "from torch.utils.data import DataLoader, RandomSampler\nloader = DataLoader(ds, sampler=RandomSampler(ds))\n",
     )
 

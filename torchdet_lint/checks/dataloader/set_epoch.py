@@ -52,10 +52,16 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     summary = "a shuffling `DistributedSampler` whose `set_epoch` is never called repeats one order every epoch"
     trigger_words = ("DistributedSampler",)
     bad = (
-        "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds)\nfor epoch in range(3):\n    train(sampler)\n",
+        (
+            "from torch.utils.data.distributed import DistributedSampler\n"
+            "sampler = DistributedSampler(ds)\nfor epoch in range(3):\n    train(sampler)\n"
+        ),
     )
     good = (
-        "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds)\nfor epoch in range(3):\n    sampler.set_epoch(epoch)\n",
+        (
+            "from torch.utils.data.distributed import DistributedSampler\n"
+            "sampler = DistributedSampler(ds)\nfor epoch in range(3):\n    sampler.set_epoch(epoch)\n"
+        ),
         "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds, shuffle=False)\n",
     )
 

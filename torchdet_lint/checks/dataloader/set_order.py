@@ -1308,8 +1308,8 @@ class UnorderedSetIteration(Rule):
     mapping in any order: not reported. A set checked to hold one element
     (`len(s) == 1`, `!= 1` before a `raise`, `assert len(s) == 1`) has one
     order, and so, as a rule, has one that was handed empty to a function
-    that fills it and is then `.pop()`ed (an out-parameter of reasons). What the set became (a list, a comprehension, a list a loop
-    appended to) is followed through names in the same function: sorted
+    that fills it and is then `.pop()`ed (an out-parameter of reasons). What the set became (a list, a
+    comprehension, a list a loop appended to) is followed through names in the same function: sorted
     (`names.sort()`, `names = sorted(names)`, `np.unique(...)`) before any
     order-dependent use, or only ever used in order-free ways, it is not
     reported (RULES.md, "Hidden order").
@@ -1373,15 +1373,23 @@ class UnorderedSetIteration(Rule):
     trigger_words = ("set", "Set", "{")
     fix_availability = FixAvailability.SOMETIMES
     bad = (
-        "import csv\n\nimport torch\n\ndef label_map(path):\n    with open(path) as f:\n        labels = [row['label'] for row in csv.DictReader(f)]\n"
+        "import csv\n\nimport torch\n\ndef label_map(path):\n    with open(path) "
+        "as f:\n        labels = [row['label'] for row in csv.DictReader(f)]\n"
         "    classes = list(set(labels))\n    return {c: i for i, c in enumerate(classes)}\n",
         "import torch\nwords = set(open('vocab.txt').read().split())\nvocab = {w: i for i, w in enumerate(words)}\n",
-        "import random\n\ndef split(ids):\n    patients = list({i.strip() for i in ids})\n    return patients[:80], patients[80:]\n",
+        (
+            "import random\n\ndef split(ids):\n    patients = list({i.strip() for i in ids})\n"
+            "    return patients[:80], patients[80:]\n"
+        ),
     )
     good = (
-        "import csv\n\nimport torch\n\ndef label_map(path):\n    with open(path) as f:\n        labels = [row['label'] for row in csv.DictReader(f)]\n"
+        "import csv\n\nimport torch\n\ndef label_map(path):\n    with open(path) "
+        "as f:\n        labels = [row['label'] for row in csv.DictReader(f)]\n"
         "    classes = sorted(set(labels))\n    return {c: i for i, c in enumerate(classes)}\n",
-        "import torch\nwords = list(set(open('vocab.txt').read().split()))\nwords.sort()\nvocab = {w: i for i, w in enumerate(words)}\n",
+        (
+            "import torch\nwords = list(set(open('vocab.txt').read().split()))\nwords.sort()\n"
+            "vocab = {w: i for i, w in enumerate(words)}\n"
+        ),
         "import torch\nids = list({int(x) for x in open('ids.txt')})\nfirst = ids[:10]\n",
         "import torch\nnames = {'a', 'b'}\nprint(', '.join(names), len(names), 'a' in names)\n",
     )

@@ -115,7 +115,10 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
                         "repeat the same NumPy draws"
                     )
                 elif strict:
-                    message = "DataLoader with workers and no `worker_init_fn=`: the PyTorch notes seed every worker's `random` and NumPy explicitly"
+                    message = (
+                        "DataLoader with workers and no `worker_init_fn=`: "
+                        "the PyTorch notes seed every worker's `random` and NumPy explicitly"
+                    )
                 else:
                     continue
                 yield Diagnostic(

@@ -287,9 +287,15 @@ class UnseededTorch(_UnseededGlobalRng):
         'import torch\n\nif __name__ == "__main__":\n    torch.cuda.manual_seed_all(0)\n    x = torch.rand(3)\n',
     )
     good = (
-        'import torch\nfrom torch import nn\n\nif __name__ == "__main__":\n    torch.manual_seed(0)\n    model = nn.Linear(4, 2)\n',
+        (
+            'import torch\nfrom torch import nn\n\nif __name__ == "__main__":\n'
+            "    torch.manual_seed(0)\n    model = nn.Linear(4, 2)\n"
+        ),
         "import torch\nfrom torch import nn\n\n\ndef build():\n    return nn.Linear(4, 2)\n",
-        'import lightning as L\nfrom torch import nn\n\nif __name__ == "__main__":\n    L.seed_everything(1)\n    model = nn.Linear(4, 2)\n',
+        (
+            'import lightning as L\nfrom torch import nn\n\nif __name__ == "__main__":\n'
+            "    L.seed_everything(1)\n    model = nn.Linear(4, 2)\n"
+        ),
     )
 
     def message(self, project: Project, reach: Reach, draws) -> str:
