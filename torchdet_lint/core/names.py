@@ -100,6 +100,9 @@ class NameResolver(cst.BatchableCSTVisitor):
         self._function_depth = 0
         self.imported_modules: List[str] = []  # every imported module, in order, for the project graph
         self.star_imports: List[str] = []  # modules whose names `from m import *` brings in
+        # Modules named by `from m import ...`: Python imports `m` itself as a module, whatever a
+        # package above it binds the submodule's name to.
+        self.from_modules: List[str] = []
 
     # -- queries -----------------------------------------------------------------
     def lookup(self, name: str) -> Optional[str]:
@@ -189,6 +192,8 @@ class NameResolver(cst.BatchableCSTVisitor):
                     yield head, head
         else:
             module = self.resolve_relative(node)
+            if module and module not in self.from_modules:
+                self.from_modules.append(module)
             if isinstance(node.names, cst.ImportStar):
                 self.imported_modules.append(module)
                 if module not in self.star_imports:

@@ -982,6 +982,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 function.ops.append(site)
         summary.imports = list(self.resolver.imported_modules)
         summary.star_imports = list(self.resolver.star_imports)
+        summary.from_modules = list(self.resolver.from_modules)
         summary.exports = {name: value for name, value in self.resolver.module_final.items() if value is not None}
         needs_anchors = (
             summary.main_guard_line is not None

@@ -82,12 +82,27 @@ class ModuleIndex:
                 display = self._visible(entries, importer)
                 if display is not None:
                     found = (display, ".".join(parts[end:]))
-                    rebound = self._reexport(parts[:end], importer) if exports and end >= 2 else None
+                    rebound = (
+                        self._reexport(parts[:end], importer)
+                        if exports and end >= 2 and not self._imported_as_module(parts[:end], importer)
+                        else None
+                    )
                     if rebound is not None:
                         found = self.module(".".join([rebound, *parts[end:]]), importer, exports=False) or found
                     break
         self._cache[key] = found
         return found
+
+    def _imported_as_module(self, parts: List[str], importer: str) -> bool:
+        """Whether the importer names `parts` in a `from ... import` statement (or a module below
+        it): `from pkg.Mod import x` imports the submodule `pkg.Mod` itself, so a package's
+        re-export of `Mod` does not apply to the names taken from it; only an attribute read
+        (`import pkg; pkg.Mod`) sees what `pkg/__init__.py` bound."""
+        summary = self.summaries.get(importer)
+        if summary is None or not summary.from_modules:
+            return False
+        prefix = ".".join(parts)
+        return any(module == prefix or module.startswith(prefix + ".") for module in summary.from_modules)
 
     def _reexport(self, parts: List[str], importer: str) -> Optional[str]:
         """What the package `parts[:-1]` binds its submodule's name `parts[-1]` to, when it is a

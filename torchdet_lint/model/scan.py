@@ -162,6 +162,8 @@ class _AstScanner:
                 summary.imports.extend(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 module = _absolute_module(summary, node)
+                if module and module not in summary.from_modules:
+                    summary.from_modules.append(module)
                 for alias in node.names:
                     summary.imports.append(module if alias.name == "*" else (f"{module}.{alias.name}" if module else alias.name))
         summary.star_imports = [

@@ -206,6 +206,9 @@ class FileSummary:
     module_imports: List[str] = field(default_factory=list)  # those imported at module level (run on import)
     # `from .conv import *` at module level: the modules whose public names this one re-exports.
     star_imports: List[str] = field(default_factory=list)
+    # The modules named by `from m import ...` statements: `m` is the module itself, never what a
+    # package above it re-exports under that name (`pkg.Mod` after `from .Mod import Mod` in `pkg`).
+    from_modules: List[str] = field(default_factory=list)
     imports_torch: bool = False
     is_notebook: bool = False  # a Jupyter notebook: an entry point of its own (module_name is None)
     is_package: bool = False
