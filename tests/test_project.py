@@ -158,7 +158,7 @@ def test_methods_through_local_instances_and_inherited_init() -> None:
             "import torch\nfrom torch import nn\n\n\nclass Base:\n    def "
             "__init__(self):\n        self.model = nn.Linear(2, 2)\n\n\n"
             "class Trainer(Base):\n    def fit(self):\n        self.step()\n\n    def step(self):\n"
-            "        torch.randn(2).cuda()\n"
+            "        torch.randn(2).cuda().sum().backward()\n"
         ),
         "main.py": "from trainer import Trainer\n\nif __name__ == '__main__':\n    trainer = Trainer()\n    trainer.fit()\n",
     }
@@ -348,7 +348,7 @@ def test_one_enabling_entry_point_silences_tdl201_project_wide() -> None:
 
 
 def test_tdl302_lists_at_most_five_operations_with_locations() -> None:
-    body = "".join(f"    torch.ones({i}).cuda()\n" for i in range(7))
+    body = "".join(f"    torch.ones({i}).cuda()\n" for i in range(7)) + "    torch.ones(1).sum().backward()\n"
     diagnostics = lint_sources({"run.py": f"import torch\n\nif __name__ == '__main__':\n{body}"}, select=["TDL302"])
     assert len(diagnostics) == 1
     assert diagnostics[0].message.count(" at run.py:") == 5
@@ -360,14 +360,14 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     helper = "import torch\n\n\ndef deterministic():\n    torch.use_deterministic_algorithms(True)\n"
     unprotected = {
         "ops.py": ops,
-        "run.py": "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2))\n",
+        "run.py": "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n",
     }
     diagnostics = lint_sources(unprotected, select=["TDL302"])
     assert [d.code for d in diagnostics] == ["TDL302"] and "`F.interpolate` at ops.py:5" in diagnostics[0].message
     protected = dict(unprotected, **{"helpers.py": helper})
     protected["run.py"] = (
         "import torch\nfrom helpers import deterministic\nfrom ops import up\n\n"
-        "if __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2))\n"
+        "if __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n"
     )
     assert lint_sources(protected, select=["TDL302"]) == []
     assert lint_sources(unprotected, {"assume-deterministic-mode": True}, select=["TDL302"]) == []
@@ -417,7 +417,10 @@ def test_tdl302_offers_no_fix_where_a_reached_operation_raises_under_the_flag(tm
 def test_tdl302_reads_the_gradient_question_as_tdl202_does() -> None:
     """A helper this file calls only under `torch.no_grad()` runs no backward: nothing raises, the fix stays."""
     helper = 'def up(x):\n    return F.interpolate(x, scale_factor=2, mode="bicubic")\n\n\n'
-    main = 'if __name__ == "__main__":\n    with torch.no_grad():\n        print(up(torch.ones(1, 1, 2, 2).cuda()))\n'
+    main = (
+        'if __name__ == "__main__":\n    with torch.no_grad():\n        print(up(torch.ones(1, 1, 2, 2).cuda()))\n'
+        "    torch.ones(1).sum().backward()\n"
+    )
     source = "import torch\nimport torch.nn.functional as F\n\n\n" + helper + main
     [diagnostic] = lint_sources({"run.py": source}, select=["TDL302"])
     assert diagnostic.fix is not None and "no fix offered" not in diagnostic.message

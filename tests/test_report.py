@@ -178,7 +178,7 @@ def test_third_party_kernels_reached_through_a_helper_module(tmp_path: Path) -> 
         encoding="utf-8",
     )
     (tmp_path / "train.py").write_text(
-        "from attention import attend\n\nif __name__ == '__main__':\n    attend(1, 2, 3)\n", encoding="utf-8"
+        "from attention import attend\n\nif __name__ == '__main__':\n    attend(1, 2, 3).sum().backward()\n", encoding="utf-8"
     )
     (tmp_path / "serve.py").write_text(
         "from attention import attend_deterministically\n\nif __name__ == '__main__':\n    attend_deterministically(1, 2, 3)\n",
@@ -381,6 +381,7 @@ from torch import nn
 if __name__ == "__main__":
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = nn.Linear(2, 2).to(device)
+    model(torch.ones(2)).sum().backward()
 """
 
 

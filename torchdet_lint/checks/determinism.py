@@ -83,6 +83,22 @@ class DeterministicModeNotEnabled(ProjectRule):
     CUDA work. The message names the real CUDA work or catalog operation it
     found, as written (`.to(device)` at train.py:40).
 
+    What counts depends on whether the run trains. A run trains when the code
+    it reaches calls `.backward(...)` on anything (a loss, `accelerator.backward`,
+    `fabric.backward`, Lightning's `manual_backward`), `torch.autograd.grad` or
+    `torch.autograd.backward`, or hands its model to a library loop that trains
+    (Lightning's `Trainer.fit`, `LightningCLI` unless `run=False`, the
+    Transformers and TRL `Trainer.train`). In a run that never trains (an
+    evaluation, a benchmark, an export) no backward pass runs, so neither CUDA
+    work alone nor an operation whose nondeterminism is in its backward pass
+    (`nn.Embedding`, a bilinear `interpolate`, `index_select`) changes its
+    numbers: such a run is reported only when it reaches an operation whose
+    forward pass the flag governs (a convolution, `index_add_`,
+    `scatter_add_`, ...). The same holds for the operations that withhold the
+    fix: one that raises only in its backward pass stops only a run that
+    trains. A run whose reach passes through code the analysis cannot follow
+    (a class named by a string from configuration) is taken to train.
+
     ## Known problems
     A device handed in as a parameter (`def train(model, device)`) is not
     followed into the function: the work is seen where the caller binds the
@@ -123,14 +139,18 @@ class DeterministicModeNotEnabled(ProjectRule):
             return
         for entry in project.reported_runs:
             reach = project.entry_reach(entry)
-            if "deterministic" in reach.covers or not (reach.cuda or reach.ops):
+            if "deterministic" in reach.covers:
                 continue
-            found = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))[:5]
+            trains = project.trains(entry)
+            cuda, ops = reach.governed(trains)
+            if not (cuda or ops):
+                continue
+            found = sorted(ops + cuda, key=lambda item: (item.path, item.site.line))[:5]
             what = " and ".join(
                 part
                 for part, present in (
-                    ("CUDA work", bool(reach.cuda)),
-                    ("operations that deterministic mode governs", bool(reach.ops)),
+                    ("CUDA work", bool(cuda)),
+                    ("operations that deterministic mode governs", bool(ops)),
                 )
                 if present
             )
@@ -143,7 +163,7 @@ class DeterministicModeNotEnabled(ProjectRule):
                 if cudnn is not None and project.parent_only(entry, "deterministic") is None:
                     message += f"; {cudnn.site.text} at {project.where(cudnn)} runs in the parent only"
                 where = f"at the start of `{entry.spawn.function}`, in the new process"
-            raising = _raising(project, reach)
+            raising = _raising(project, reach, trains)
             if raising:
                 first = raising[0]
                 more = f" (and {len(raising) - 1} more)" if len(raising) > 1 else ""
@@ -160,8 +180,9 @@ class DeterministicModeNotEnabled(ProjectRule):
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
 
 
-def _raising(project: Project, reach: Reach) -> List[Located]:
-    """The reached operations that raise under the flag, as TDL202 reports them in the profile in force."""
+def _raising(project: Project, reach: Reach, trains: bool) -> List[Located]:
+    """The reached operations that raise under the flag, as TDL202 reports them in the profile in
+    force (those that raise only in a backward pass, only in a run that trains)."""
     profiles = (RAISING_ALWAYS, RAISING_STRICT) if project.settings.profile == "strict" else (RAISING_ALWAYS,)
-    found = [item for profile in profiles for item in reach.raising.get(profile, [])]
+    found = [item for profile in profiles for item in reach.raising.get(profile, []) if trains or not item.site.backward]
     return sorted(found, key=lambda item: (item.path, item.site.line))

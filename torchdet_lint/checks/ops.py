@@ -23,7 +23,7 @@ from torchdet_lint.core.catalog import (
     load_catalog,
     version_text,
 )
-from torchdet_lint.core.diagnostics import SILENCED_BY_FLAG
+from torchdet_lint.core.diagnostics import KEPT_IF_TRAINING, SILENCED_BY_FLAG
 from torchdet_lint.core.names import find_arg, literal
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations, match_third_party
 from torchdet_lint.core.rule import Rule
@@ -120,6 +120,10 @@ class _AutogradAware(Rule):
         self.undecided.append((node, identity, message, without_grad))
         return None
 
+    def extra_for(self, node: cst.Call) -> Optional[dict]:
+        """A finding whose condition holds only in a backward pass stands only where a run trains."""
+        return {KEPT_IF_TRAINING: True} if self.message_for(node, True) is None else None
+
     def decided(self) -> List[Tuple[cst.CSTNode, str]]:
         scopes = self.context.scopes
         found = []
@@ -137,11 +141,11 @@ class _ReportedWhereCalled(_AutogradAware):
     def visit_Call(self, node: cst.Call) -> None:
         message = self.consider(node)
         if message is not None:
-            self.report(node, message)
+            self.report(node, message, extra=self.extra_for(node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for node, message in self.decided():
-            self.report(node, message)
+            self.report(node, message, extra=self.extra_for(node))
 
 
 class _FlagAware(_AutogradAware):
@@ -162,7 +166,7 @@ class _FlagAware(_AutogradAware):
         if not (self.enabled or self.assume_enabled):
             # An entry point elsewhere may enable the flag: the project phase decides.
             for node, message in self.pending:
-                self.report(node, message, extra={SILENCED_BY_FLAG: True})
+                self.report(node, message, extra={SILENCED_BY_FLAG: True, **(self.extra_for(node) or {})})
         self.pending = []
 
 
@@ -442,6 +446,15 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     and uses in no other way (handed on, its `.parameters()` or `.weight`
     read) is not reported; the same name used otherwise anywhere in the file
     counts as a use, and TDL302 counts such a module the same way.
+
+    A backward-only condition also needs a run that trains: the finding
+    stands where some entry point that reaches the call trains (calls
+    `.backward(...)`, `torch.autograd.grad`, or a library loop that trains,
+    such as Lightning's `Trainer.fit` or the Transformers `Trainer.train`), or
+    where no entry point reaches it (library code, judged as if it were
+    trained). A bicubic `interpolate` reached only by an evaluation script is
+    not reported; the same holds for TDL201 and for the third-party kernels
+    of TDL203 whose nondeterminism is in their backward pass.
 
     CPU tensors (RULES.md, "Catalog and evidence"): what
     `torch.load(..., map_location="cpu")` reads (also with

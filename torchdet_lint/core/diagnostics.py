@@ -30,6 +30,10 @@ SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
 # line: a number, or `cell N, line M` in a notebook); the finding stands only if one of them builds a module
 # that draws from torch (a first-party class, or what a first-party factory returns). The project phase decides and names it.
 KEPT_IF_FIRST_PARTY_DRAWS = "kept_if_first_party_draws"
+# Diagnostic.extra key (TDL201-203): the operation's condition needs a backward pass, so the finding
+# stands only where a run that reaches it trains, or where no run reaches it (library code); the
+# project phase decides.
+KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
 DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 

@@ -15,6 +15,7 @@ from torchdet_lint.checks import project_rule_classes
 from torchdet_lint.core.diagnostics import (
     DRAW_PLACEHOLDER,
     KEPT_IF_FIRST_PARTY_DRAWS,
+    KEPT_IF_TRAINING,
     SILENCED_BY_FLAG,
     SILENCED_BY_REACHED_COVERS,
     SILENCED_BY_SEEDING_CONSTRUCTOR,
@@ -82,9 +83,22 @@ def project_phase(
     has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in r.diagnostics)
     has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
     has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
-    if not (rules or has_flag_findings or has_reach_findings or has_epoch_findings or has_handed_rngs or has_late_builds):
+    has_backward_only = any(d.extra.get(KEPT_IF_TRAINING) for r in results for d in r.diagnostics)
+    if not (
+        rules
+        or has_flag_findings
+        or has_reach_findings
+        or has_epoch_findings
+        or has_handed_rngs
+        or has_late_builds
+        or has_backward_only
+    ):
         return [], None
     project = build_project(results, files, options, context)
+    if has_backward_only:
+        # A condition that needs a backward pass cannot happen in runs that never train.
+        for result in results:
+            result.diagnostics = [d for d in result.diagnostics if not d.extra.get(KEPT_IF_TRAINING) or _trained(project, d)]
     if has_flag_findings and project.deterministic_mode_enabled():
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]
@@ -151,12 +165,20 @@ def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:
     return False
 
 
+def _analysed_line(project: Project, diagnostic: Diagnostic) -> int:
+    """The diagnostic's line in the analysed text (a notebook's joined cells), as the spans count."""
+    source = project.sources.get(diagnostic.path)
+    if diagnostic.cell is not None and source is not None:
+        return LineIndex(source.text).position(diagnostic.start_offset)[0]
+    return diagnostic.line
+
+
+def _trained(project: Project, diagnostic: Diagnostic) -> bool:
+    return project.trained_where_reached(diagnostic.path, _analysed_line(project, diagnostic))
+
+
 def _silenced_in_reach(project: Project, diagnostic: Diagnostic) -> bool:
     kinds = diagnostic.extra.get(SILENCED_BY_REACHED_COVERS)
     if not kinds:
         return False
-    line = diagnostic.line
-    source = project.sources.get(diagnostic.path)
-    if diagnostic.cell is not None and source is not None:
-        line = LineIndex(source.text).position(diagnostic.start_offset)[0]  # in the joined cells, as the spans count
-    return project.covered_where_reached(diagnostic.path, line, kinds)
+    return project.covered_where_reached(diagnostic.path, _analysed_line(project, diagnostic), kinds)

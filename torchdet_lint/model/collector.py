@@ -25,16 +25,20 @@ from torchdet_lint.core.names import (
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
 from torchdet_lint.core.source import block_top_line
 from torchdet_lint.model.facts import (
+    BACKWARD_METHODS,
     BENCHMARK_SETTINGS,
     COMMAND_RUNNERS,
     CONTAINERS,
     CONVOLUTION_RE,
     DATA_LOADING,
     LAMBDA_CALLERS,
+    LIGHTNING_CLI,
     LIGHTNING_LOADER_HOOKS,
     RUNNER_METHODS,
     RUNNERS,
     TRAINER_METHODS,
+    TRAINING_CALLS,
+    TRAINING_LOOPS,
     builds_from_module_dict,
     config_helpers,
     draw_kind,
@@ -607,6 +611,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if attribute is not None and qualified is None and attribute not in COMMON_METHODS:
             for made in self._receiver_makers(func.value):
                 function.add_call(f"{made}.{attribute}", seen)
+        self._training(node, qualified, attribute, function, site)
         # RNG draws
         kind = draw_kind(qualified, node)
         # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
@@ -671,14 +676,17 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 function.add_cover("cudnn-benchmark", site(f"`{_spelling(func)}(benchmark=...)`"))
         # catalog operations (TDL302), from the ops family when it is installed
         if self.context.imports_torch:
-            if len(function.ops) < MAX_SITES:
+            if len(function.ops) < 2 * MAX_SITES:
                 for match in match_operations(self.context, node):
                     identity = self.context.scopes.bound_calls.get(id(node))
                     if identity is not None and backward_only_module(self.context, node):
                         # Counted at the end, unless every call of the module is without gradient.
                         self.bound_modules.append((function, site(f"`{match.name}`"), identity))
                     else:
-                        function.ops.append(site(f"`{match.name}`"))
+                        # Evidence only in a run that trains when no forward condition holds.
+                        _add_op(
+                            function.ops, site(f"`{match.name}`"), not match_operations(self.context, node, assume_no_grad=True)
+                        )
                     break
             self._raising(node, function, index)
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
@@ -700,6 +708,38 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         worker_fn = arg_value(node, "worker_init_fn")
         if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
+
+    def _training(
+        self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], function: FunctionSummary, site
+    ) -> None:
+        """A call that runs a backward pass: the run trains (backward-only conditions count)."""
+        if function.trains is not None:
+            return
+        if qualified in TRAINING_CALLS or (attribute in BACKWARD_METHODS and qualified is None):
+            function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
+        elif qualified == LIGHTNING_CLI and literal(arg_value(node, "run")) is not False:
+            function.add_trains(site("`LightningCLI(...)` (runs `fit`)"))
+        elif attribute is not None and qualified is None and self._library_loop(node.func.value, attribute):
+            function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
+
+    def _library_loop(self, receiver: cst.BaseExpression, method: str, depth: int = 0) -> bool:
+        """`trainer.fit(model)` on a Lightning `Trainer`, `trainer.train()` on a Transformers one (or
+        a subclass of this file): a library loop that trains."""
+        kind = type(receiver)
+        if kind is cst.Call:
+            name = self.context.call_name(receiver)
+            if name is None and type(receiver.func) is cst.Name and receiver.func.value in self.summary.classes:
+                return any(method in TRAINING_LOOPS.get(base, ()) for base in self.summary.classes[receiver.func.value].bases)
+            return method in TRAINING_LOOPS.get(name or "", ())
+        if depth > 2:
+            return False
+        if kind is cst.Name:
+            values = self.context.scopes.values(receiver.value, module_too=True)
+        elif kind is cst.Attribute:
+            values = self.context.scopes.expression_values(receiver)
+        else:
+            return False
+        return any(value is not None and self._library_loop(value, method, depth + 1) for value in values[-MAX_CANDIDATES:])
 
     def _receiver_makers(self, receiver: cst.BaseExpression) -> List[str]:
         """What `receiver.method()` may be called on: a first-party constructor or factory call
@@ -863,29 +903,29 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def _raising(self, node: cst.Call, function: FunctionSummary, index: int) -> None:
         """Record an operation that raises under the flag, with TDL202's reading of whether a
-        gradient flows (RULES.md: TDL302's fix is withheld where such an operation is reached)."""
+        gradient flows (TDL302's fix is withheld where such an operation is reached); one that
+        raises only in a backward pass is marked so (it raises only in a run that trains)."""
         found = self._raising_match(node, False)
         if found is None:
             return
         scopes = self.context.scopes
+        without_grad = self._raising_match(node, True)
         identity = scopes.function_identity
-        if identity is not None and not scopes.grad_disabled:
-            without_grad = self._raising_match(node, True)
-            if without_grad != found:
-                self.raising_undecided.append((function, index, identity, found, without_grad))
-                return
-        self._add_raising(function, index, found)
+        if identity is not None and not scopes.grad_disabled and without_grad != found:
+            self.raising_undecided.append((function, index, identity, found, without_grad))
+            return
+        self._add_raising(function, index, found, without_grad is None)
 
-    def _add_raising(self, function: FunctionSummary, index: int, match: OperationMatch) -> None:
+    def _add_raising(self, function: FunctionSummary, index: int, match: OperationMatch, backward: bool) -> None:
         verb = "raises" if match.certain else "may raise"
-        site = self._located(Site(0, f"`{match.name}` {verb}"), "call", index)
+        site = self._located(Site(0, f"`{match.name}` {verb}", backward=backward), "call", index)
         function.add_raising(RAISING_STRICT if match.strict_only else RAISING_ALWAYS, site)
 
     def _decide_raising(self) -> None:
         for function, index, identity, found, without_grad in self.raising_undecided:
             chosen = without_grad if self.context.scopes.only_called_without_grad(identity) else found
             if chosen is not None:
-                self._add_raising(function, index, chosen)
+                self._add_raising(function, index, chosen, chosen is found and without_grad is None)
         self.raising_undecided = []
 
     def _cuda_device(self, node: cst.BaseExpression, depth: int = 0) -> bool:
@@ -978,8 +1018,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self._decide_raising()
         summary = self.summary
         for function, site, identity in self.bound_modules:
-            if len(function.ops) < MAX_SITES and not self.context.scopes.only_called_without_grad(identity):
-                function.ops.append(site)
+            if not self.context.scopes.only_called_without_grad(identity):
+                _add_op(function.ops, site, True)
         summary.imports = list(self.resolver.imported_modules)
         summary.star_imports = list(self.resolver.star_imports)
         summary.from_modules = list(self.resolver.from_modules)
@@ -1094,6 +1134,14 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             edit = context.import_edit(module)
             if edit is not None:
                 self.summary.rng_import_edits[module] = (edit.start, edit.content)
+
+
+def _add_op(ops: List[Site], site: Site, backward: bool) -> None:
+    """A catalog operation, kept while fewer than `MAX_SITES` of its kind (forward or backward-only)
+    are: a run that never trains still needs its forward ones named."""
+    site.backward = backward
+    if sum(1 for s in ops if s.backward == backward) < MAX_SITES:
+        ops.append(site)
 
 
 def _calls_and_assignments(tree: ast.AST) -> Tuple[List[ast.Call], List[ast.Assign]]:

@@ -201,6 +201,24 @@ LOADER_SUBCLASS = "torch.utils.data.DataLoader.<subclass>"
 # `seed_everything(workers=True)` (lightning/pytorch/trainer/connectors/data_connector.py).
 LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
 TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
+# What makes a run train (run a backward pass): a call of one of these, `.backward(...)` on
+# anything (a loss, `accelerator.backward(loss)`, `fabric.backward(loss)`), or a library loop that
+# trains the model handed to it: class -> its methods that train (read from each library's source:
+# Lightning's `Trainer.fit`, the Transformers `Trainer.train` and the TRL trainers built on it).
+TRAINING_CALLS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+TRAINING_LOOPS = {
+    "lightning.pytorch.Trainer": frozenset({"fit"}),
+    "lightning.pytorch.cli.LightningCLI": frozenset({"fit"}),
+    "transformers.Trainer": frozenset({"train"}),
+    "transformers.Seq2SeqTrainer": frozenset({"train"}),
+    "trl.SFTTrainer": frozenset({"train"}),
+    "trl.DPOTrainer": frozenset({"train"}),
+    "trl.RewardTrainer": frozenset({"train"}),
+    "trl.GRPOTrainer": frozenset({"train"}),
+}
+# `LightningCLI(...)` runs `fit` itself unless `run=False` (its default subcommand with `run=True`).
+LIGHTNING_CLI = "lightning.pytorch.cli.LightningCLI"
 # What `seed_everything(workers=True)` covers in the seeding facts (rules/seed_helpers.toml).
 SEEDS_TRAINER_WORKERS = "trainer-workers"
 # The calls the TDL1xx rules look at: what "the entry point loads data" means in the report.

@@ -58,6 +58,16 @@ class Reach:
     raising: Dict[str, List[Located]] = field(default_factory=dict)  # operations that raise under the flag, by profile
     loading: List[Located] = field(default_factory=list)  # DataLoaders, random samplers and splits
     spawns: List[Tuple[str, Spawn]] = field(default_factory=list)  # (file, process start): the processes it starts
+    trains: List[Located] = field(default_factory=list)  # calls that run a backward pass (the first few)
+    unresolved: List[Located] = field(default_factory=list)  # sites whose target is unknown (an open world)
+
+    def governed(self, trains: bool) -> Tuple[List[Located], List[Located]]:
+        """(CUDA work, catalog operations) that make deterministic mode matter: in a run that never
+        trains, only operations whose condition holds in a forward pass (CUDA work alone, an
+        `nn.Embedding` or a bilinear `interpolate` change nothing there)."""
+        if trains:
+            return self.cuda, self.ops
+        return [], [item for item in self.ops if not item.site.backward]
 
     def merge(self, other: "Reach") -> None:
         for kind, sites in other.draws.items():
@@ -66,13 +76,24 @@ class Reach:
         for kind, site in other.covers.items():
             self.covers.setdefault(kind, site)
         _extend(self.cuda, other.cuda)
-        _extend(self.ops, other.ops)
+        _extend_by_phase(self.ops, other.ops)
         for profile, sites in other.raising.items():
-            _extend(self.raising.setdefault(profile, []), sites)
+            _extend_by_phase(self.raising.setdefault(profile, []), sites)
         _extend(self.loading, other.loading)
+        _extend(self.trains, other.trains)
+        _extend(self.unresolved, other.unresolved)
         for spawn in other.spawns:
             if spawn not in self.spawns:
                 self.spawns.append(spawn)
+
+
+def _extend_by_phase(mine: List[Located], more: Iterable[Located]) -> None:
+    """As `_extend`, with room for `MAX_SITES` of each phase: the forward operations a run that
+    never trains is judged by are not crowded out by backward-only ones."""
+    for phase in (False, True):
+        kept = [item for item in mine if item.site.backward == phase]
+        _extend(kept, (item for item in more if item.site.backward == phase))
+        mine[:] = [item for item in mine if item.site.backward != phase] + kept
 
 
 def _extend(mine: List[Located], more: Iterable[Located]) -> None:
@@ -144,6 +165,7 @@ class Project:
         self._spawn_start: Optional[Tuple[Set[str], Set[Node]]] = None
         self._registered: Optional[Dict[Tuple[str, str], List[Node]]] = None
         self._imported: Optional[Set[str]] = None
+        self._training_nodes: Optional[Tuple[Set[Node], Set[Node]]] = None
 
     # -- the module graph ------------------------------------------------------------------
     @property
@@ -643,6 +665,8 @@ class Project:
         own.ops = [Located(display, s) for s in function.ops]
         own.raising = {profile: [Located(display, s) for s in sites] for profile, sites in function.raising.items()}
         own.loading = [Located(display, s) for s in function.loading]
+        own.trains = [Located(display, function.trains)] if function.trains is not None else []
+        own.unresolved = [Located(display, s) for s in function.unresolved]
         own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(node, spawn)]
         return own
 
@@ -753,6 +777,35 @@ class Project:
             if first <= line <= last and (best is None or last - first < best[0]):
                 best = (last - first, key)
         return (display, best[1] if best else MODULE_KEY)
+
+    # -- what a run really does ---------------------------------------------------------------
+    def unresolved(self, entry: EntryPoint) -> List[Located]:
+        """The construction and dispatch sites the entry point's reach passes through and the
+        analysis could not resolve: behind them lies code it never read."""
+        return self.entry_reach(entry).unresolved
+
+    def incomplete(self, entry: EntryPoint) -> bool:
+        return bool(self.unresolved(entry))
+
+    def trains(self, entry: EntryPoint) -> bool:
+        """Whether the run may run a backward pass: it reaches a call that trains, or it is
+        incomplete (what it cannot see may train)."""
+        reach = self.entry_reach(entry)
+        return bool(reach.trains) or bool(reach.unresolved)
+
+    def trained_where_reached(self, display: str, line: int) -> bool:
+        """Whether a backward-only condition at `display:line` can happen: a run that reaches it
+        trains, or no run reaches it (library code, judged as if it were trained)."""
+        if display not in self.summaries:
+            return True
+        if self._training_nodes is None:
+            runs = self.runs
+            everything = _closure([start for entry in runs for start in self.entry_starts(entry)], self.edges)
+            trained = _closure([start for entry in runs if self.trains(entry) for start in self.entry_starts(entry)], self.edges)
+            self._training_nodes = (everything, trained)
+        everything, trained = self._training_nodes
+        node = self.node_at(display, line)
+        return node not in everything or node in trained
 
     def deterministic_mode_enabled(self) -> bool:
         """RULES.md: one entry point that enables the flag silences TDL201 project-wide

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from torchdet_lint.core.import_header import import_header
 from torchdet_lint.core.names import canonical
 from torchdet_lint.core.source import LineIndex, block_top_line
-from torchdet_lint.model.facts import COMMAND_RUNNERS, CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
+from torchdet_lint.model.facts import BACKWARD_METHODS, COMMAND_RUNNERS, CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
 from torchdet_lint.model.summary import (
     MAIN_KEY,
@@ -438,6 +438,8 @@ class _AstScanner:
                         self.summary.set_epoch.append(receiver)
                 if isinstance(child.func, ast.Attribute) and child.func.attr == "cuda" and len(function.cuda) < MAX_SITES:
                     function.cuda.append(Site(child.lineno, "`.cuda()`"))
+                if isinstance(func, ast.Attribute) and func.attr in BACKWARD_METHODS and target is None:
+                    function.add_trains(Site(child.lineno, f"`{_ast_dotted(func) or '.' + func.attr}(...)`"))
                 runs_arguments = target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS)
                 callee = (target or _ast_dotted(func) or "").rsplit(".", 1)[-1]
                 stores_nothing = bool(callee) and not callee[:1].isupper() and target not in CONTAINERS

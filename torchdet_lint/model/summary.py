@@ -34,6 +34,9 @@ class Site:
     text: str
     argument: str = ""  # a seeding call's seed, as written (`args.seed`)
     guard: str = ""  # the test of the `if` a seeding call sits in, when it tests that seed
+    # An operation whose catalog condition needs a backward pass (`nn.Embedding`, a bilinear
+    # `interpolate`): evidence only in a run that trains.
+    backward: bool = False
 
 
 @dataclass
@@ -80,6 +83,13 @@ class FunctionSummary:
     # them (`RAISING_ALWAYS`, or `RAISING_STRICT` for the losses reported in profile strict only).
     raising: Dict[str, List[Site]] = field(default_factory=dict)
     loading: List[Site] = field(default_factory=list)  # DataLoaders, random samplers and splits built here
+    # The first call that trains (`.backward()`, `torch.autograd.grad`, `trainer.fit(...)`): a run
+    # that reaches none runs no backward pass.
+    trains: Optional[Site] = None
+    # Construction or dispatch sites whose target the analysis cannot resolve (a class named by a
+    # string from configuration, `cfg.build()` on a value of unknown class): what lies behind them
+    # is unknown, so a "never" conclusion is not one.
+    unresolved: List[Site] = field(default_factory=list)
     spawns: List[Spawn] = field(default_factory=list)  # functions started in new processes from here
     # A call that is not seeding, a flag setting, logging or argument handling: not a seeding helper
     # a fix may call (RULES.md, "More decisions from the second sample").
@@ -107,8 +117,16 @@ class FunctionSummary:
 
     def add_raising(self, profile: str, site: Site) -> None:
         sites = self.raising.setdefault(profile, [])
-        if len(sites) < MAX_SITES:
+        if sum(1 for s in sites if s.backward == site.backward) < MAX_SITES:
             sites.append(site)
+
+    def add_trains(self, site: Site) -> None:
+        if self.trains is None:
+            self.trains = site
+
+    def add_unresolved(self, site: Site) -> None:
+        if len(self.unresolved) < MAX_SITES and all(s.text != site.text or s.line != site.line for s in self.unresolved):
+            self.unresolved.append(site)
 
 
 @dataclass
