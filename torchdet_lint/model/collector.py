@@ -694,6 +694,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.loading.append(site(f"`{_spelling(func)}(...)`"))
         if is_dataloader(loader):
             self._loader(node, loader)
+            self._data_protocol(node, loader, target, function, seen)
         elif attribute in TRAINER_METHODS and qualified is None:
             self._trainer_loaders(node)
         if attribute is not None and type(func.value) is cst.Name and func.value.value in self.module_rng_names:
@@ -970,6 +971,40 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         dataset_expression = arg_value(node, "dataset", 0)
         reference = self._dataset(dataset_expression, [], 0) if dataset_expression is not None else None
         self.loader_calls.append((node, reference, self.key))
+
+    def _data_protocol(
+        self, node: cst.Call, loader: str, target: Optional[str], function: FunctionSummary, seen: Set[str]
+    ) -> None:
+        """What iterating a DataLoader runs in this process: a first-party sampler's or batch
+        sampler's `__iter__` always, a DataLoader subclass's own `__iter__`, and, without workers
+        (`num_workers` absent or 0), the dataset's `__getitem__`/`__iter__` and the `collate_fn`:
+        their draws are this run's draws. With workers they run in processes PyTorch seeds per
+        worker (TDL102 covers the generators it cannot reseed)."""
+        if target is not None and self._first_party(target):
+            function.add_call(f"{target}.__iter__", seen)
+        for keyword, position in (("sampler", 3), ("batch_sampler", 4)):
+            value = arg_value(node, keyword, loader_position(loader, position))
+            for made in self._makers_of(value) if value is not None else ():
+                function.add_call(f"{made}.__iter__", seen)
+        workers = arg_value(node, "num_workers", loader_position(loader, 5))
+        if opaque_keywords(node) or (workers is not None and literal(workers) != 0):
+            return
+        dataset = arg_value(node, "dataset", loader_position(loader, 0))
+        if dataset is not None:
+            reference = self._dataset(dataset, [], 0)
+            candidates = [t for t in (reference.targets if reference is not None else []) if self._first_party(t)]
+            candidates += [made for made in self._makers_of(dataset) if made not in candidates]
+            for made in candidates[:MAX_CANDIDATES]:
+                function.add_call(f"{made}.__getitem__", seen)
+                function.add_call(f"{made}.__iter__", seen)
+        collate = arg_value(node, "collate_fn", loader_position(loader, 6))
+        if type(collate) in (cst.Name, cst.Attribute):
+            collate_target = self._target(collate)
+            if collate_target is not None and self._first_party(collate_target):
+                function.add_call(collate_target, seen)
+            else:
+                for made in self._makers_of(collate):
+                    function.add_call(f"{made}.__call__", seen)
 
     def _trainer_loaders(self, node: cst.Call) -> None:
         """`trainer.fit(model, train_loader)`: the loaders handed to a Trainer, inline or
