@@ -55,14 +55,18 @@ def test_config_seed_functions_extend_the_table() -> None:
 
 
 def test_deterministic_keyword_of_helpers_enables_the_flag() -> None:
-    run = "import torch\nfrom transformers import set_seed\n\n" + MAIN + "    set_seed(0{})\n    torch.ones(1).cuda()\n"
+    run = (
+        "import torch\nfrom transformers import set_seed\n\n"
+        + MAIN
+        + "    set_seed(0{})\n    torch.ones(1).cuda().sum().backward()\n"
+    )
     assert _codes({"run.py": run.format("")}, ["TDL302"]) == ["TDL302"]
     assert _codes({"run.py": run.format(", deterministic=True")}, ["TDL302"]) == []
     assert _codes({"run.py": run.format(", deterministic=False")}, ["TDL302"]) == ["TDL302"]
 
 
 def test_use_deterministic_algorithms_false_does_not_enable() -> None:
-    run = "import torch\n\n" + MAIN + "    torch.use_deterministic_algorithms({})\n    torch.ones(1).cuda()\n"
+    run = "import torch\n\n" + MAIN + "    torch.use_deterministic_algorithms({})\n    torch.ones(1).cuda().sum().backward()\n"
     assert _codes({"run.py": run.format("False")}, ["TDL302"]) == ["TDL302"]
     assert _codes({"run.py": run.format("args.det")}, ["TDL302"]) == []
     assert _codes({"run.py": run.format("True, warn_only=True")}, ["TDL302"]) == []

@@ -119,10 +119,14 @@ class DeterministicModeNotEnabled(ProjectRule):
     summary = "an entry point reaches CUDA work or nondeterministic operations and never enables deterministic mode"
     fix_availability = FixAvailability.UNSAFE
     bad = (
-        'import torch\n\nif __name__ == "__main__":\n    x = torch.ones(3).cuda()\n',
+        'import torch\n\nif __name__ == "__main__":\n    x = torch.ones(3, requires_grad=True).cuda()\n    x.sum().backward()\n',
         (
             'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "for step in range(3):\n    print(torch.ones(2, device=device))\n"
+            "for step in range(3):\n    torch.ones(2, device=device, requires_grad=True).sum().backward()\n"
+        ),
+        (
+            'import torch\n\nif __name__ == "__main__":\n    counts = torch.zeros(3, device="cuda")\n'
+            "    print(counts.index_add_(0, labels, weights))\n"
         ),
     )
     good = (
@@ -131,6 +135,7 @@ class DeterministicModeNotEnabled(ProjectRule):
             "    x = torch.ones(3).cuda()\n"
         ),
         "import torch\n\n\ndef to_gpu(x):\n    return x.cuda()\n",
+        'import torch\n\nif __name__ == "__main__":\n    print(torch.nn.Linear(4, 2).cuda()(torch.ones(4, device="cuda")))\n',
         'import torch\n\nif __name__ == "__main__":\n    print(torch.cuda.is_available())\n',
     )
 
@@ -156,6 +161,11 @@ class DeterministicModeNotEnabled(ProjectRule):
             )
             listing = ", ".join(f"{item.site.text} at {project.where(item)}" for item in found)
             message = f"reaches {what} ({listing}) and never enables `torch.use_deterministic_algorithms(True)`"
+            supplier = project.unreached_supplier(entry, "deterministic")
+            if supplier is not None:
+                if project.settings.profile != "strict":
+                    continue  # the flag may be enabled behind what the analysis could not follow
+                message += project.open_world_note(entry, supplier, "enables the flag")
             where = "at the start of the entry point"
             if entry.spawn is not None:
                 message = spawned_message(project, entry, message, "deterministic")

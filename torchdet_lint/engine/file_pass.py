@@ -52,6 +52,16 @@ RELEVANT_WORDS = (
     # `multiprocessing` starts a spawned entry point, reported at its `Process(...)`.
     "multiprocessing",
     "ProcessPool",
+    # Objects built from names (hydra, hyperpyyaml, dnnlib, importlib, jsonargparse): a launcher
+    # that only instantiates a configured trainer mentions no torch word, and its reach is
+    # what the run does.
+    "instantiate",
+    "hyperpyyaml",
+    "_by_name",
+    "import_module",
+    "_target_",
+    "class_path",
+    "locate",
 )
 # Sets, for TDL107: a data helper that builds a label map from `set(labels)`
 # often imports none of the words above. `set(`/`set[`/`Set[`, a set
@@ -242,7 +252,7 @@ def check_text(
         )
         return result
     if not _relevant_re().search(text):
-        result.summary = empty_summary(display, module_name, text)
+        result.summary = empty_summary(display, module_name, text, options.first_party)
         return result
     with cyclic_gc_paused():
         return _check_parsed(text, display, options, module_name, is_package, result)

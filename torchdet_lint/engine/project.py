@@ -7,6 +7,8 @@ suppressions.
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -23,6 +25,7 @@ from torchdet_lint.core.diagnostics import (
     Diagnostic,
 )
 from torchdet_lint.core.source import LineIndex
+from torchdet_lint.engine.discovery import Excluder
 from torchdet_lint.engine.file_pass import FileResult, RunOptions
 from torchdet_lint.engine.suppressions import apply_suppressions
 from torchdet_lint.model.project import Project
@@ -55,7 +58,24 @@ def build_project(
         torch_version=options.torch_version,
         first_party=options.first_party,
         reported={r.path for r in results} if context is not None else None,
+        config_files=functools.partial(config_files, options.settings),
     )
+
+
+CONFIG_SUFFIXES = (".yaml", ".yml")
+
+
+def config_files(settings) -> List[Path]:
+    """The project's YAML configs (what hydra, hyperpyyaml and LightningCLI build from), with
+    the project's excludes and `.gitignore` applied."""
+    root = Path(settings.root)
+    excluder = Excluder(root, list(settings.exclude) + list(settings.extend_exclude))
+    found: List[Path] = []
+    for directory, dirnames, filenames in os.walk(root):
+        base = Path(directory)
+        dirnames[:] = sorted(d for d in dirnames if not excluder.excluded(base / d, True))
+        found.extend(base / name for name in sorted(filenames) if name.endswith(CONFIG_SUFFIXES))
+    return found
 
 
 def run_project_rules(

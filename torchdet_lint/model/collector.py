@@ -55,6 +55,27 @@ from torchdet_lint.model.facts import (
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
+from torchdet_lint.model.named import (
+    BUILD_METHODS,
+    COMMAND_DECORATORS,
+    CONFIG,
+    CONFIG_INSTANTIATORS,
+    CONFIG_LOADERS,
+    DYNAMIC,
+    IMPORT,
+    IMPORTERS,
+    LOCATORS,
+    MAX_DYNAMIC_CANDIDATES,
+    METHOD,
+    MODULE,
+    NAME_CONSTRUCTORS,
+    NAMED,
+    NAMED_KEYS,
+    SET_DEFAULTS,
+    TEST_METHOD_PREFIXES,
+    TEST_RUNNERS,
+    dotted_literal,
+)
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
@@ -149,6 +170,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # decides it: (function, call index, the function's identity, as found, as without a gradient).
         self.raising_undecided: List[Tuple[FunctionSummary, int, Any, Optional[OperationMatch], Optional[OperationMatch]]] = []
         self.makers = Makers(context.scopes, context.first_party)
+        self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
+        self.runs_tests = False  # the main block calls a test runner
+        self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -324,7 +348,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self.function_nodes[name] = node
                 self._decorators(node)
             self.summary.function(key)
-            self.keys.append((key, class_name, set(), {}))
+            self.keys.append((key, class_name, set(), self._annotated_parameters(node)))
+            returned = self._annotation_target(node.returns.annotation) if node.returns is not None else None
+            if returned is not None and self._first_party(returned):
+                self.summary.function(key).returns.append(returned)  # `def build(self) -> Trainer:`
         elif self.class_stack and self.class_stack[-1] is None:
             # A method of a class defined in a function or the main block: part of that code.
             self.keys.append((self.key, self.keys[-1][1], self.keys[-1][2], self.keys[-1][3]))
@@ -335,15 +362,81 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             key = f"{outer}.<locals>.{name}"
             self.nested.setdefault(outer, {})[name] = key
             self.summary.function(key)
-            self.keys.append((key, self.keys[-1][1], set(), dict(self.keys[-1][3])))
+            self.keys.append((key, self.keys[-1][1], set(), {**self.keys[-1][3], **self._annotated_parameters(node)}))
         self.bound_expressions.append({})
+
+    def _annotated_parameters(self, node: cst.FunctionDef) -> Dict[str, str]:
+        """Parameters annotated with a first-party class (`cfg: TrainConfig`): what they hold."""
+        found: Dict[str, str] = {}
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.annotation is not None:
+                target = self._annotation_target(param.annotation.annotation)
+                if target is not None and self._first_party(target):
+                    found[param.name.value] = target
+        return found
+
+    def _annotation_target(self, annotation: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """The class an annotation names: `Trainer`, `pkg.Trainer`, `"Trainer"`, `Optional[Trainer]`,
+        `Trainer | None`; None for anything else (a container, a callable, a type variable)."""
+        kind = type(annotation)
+        if depth > 3:
+            return None
+        if kind is cst.Name or kind is cst.Attribute:
+            return self._target(annotation)
+        if kind is cst.SimpleString:
+            text = literal(annotation)
+            if isinstance(text, str) and text.replace(".", "").replace("_", "").isalnum():
+                try:
+                    return self._annotation_target(cst.parse_expression(text), depth + 1)
+                except cst.ParserSyntaxError:
+                    return None
+            return None
+        if kind is cst.Subscript and self.context.qualified_name(annotation.value) in ("typing.Optional", "typing.Union"):
+            for element in annotation.slice:
+                if type(element.slice) is cst.Index:
+                    found = self._annotation_target(element.slice.value, depth + 1)
+                    if found is not None and found != "None":
+                        return found
+            return None
+        if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+            return self._annotation_target(annotation.left, depth + 1) or self._annotation_target(annotation.right, depth + 1)
+        return None
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        """`trainer: Trainer = ...` binds a local of that class; `model: ModelConfig` in a class body
+        and `self.trainer: Trainer = ...` in a method, an attribute of it."""
+        if type(node.target) is cst.Name and self.class_stack and len(self.keys) == 1:
+            self._optional_seed(node.target.value, node.value)
+        target = self._annotation_target(node.annotation.annotation)
+        if target is None or not self._first_party(target):
+            return
+        name = node.target
+        class_name = self.class_stack[-1] if self.class_stack else None
+        if type(name) is cst.Name:
+            if len(self.keys) == 1 and class_name is not None and class_name in self.summary.classes:
+                self.summary.classes[class_name].attribute_types[name.value] = target
+            else:
+                self.keys[-1][3][name.value] = target
+        elif type(name) is cst.Attribute and type(name.value) is cst.Name and name.value.value == "self":
+            owner = self.keys[-1][1]
+            if owner in self.summary.classes:
+                self.summary.classes[owner].attribute_types[name.attr.value] = target
 
     def _decorators(self, node: Any) -> None:
         """A module-level definition's first-party decorators (`@register`, `@register("acc")`):
-        a registering one puts it in a registry (resolved by the project phase)."""
+        a registering one puts it in a registry (resolved by the project phase). A command of a
+        click or typer group (`@cli.command()`) joins the group's registry: calling the group runs it."""
         found = []
         for decorator in node.decorators:
             expression = decorator.decorator
+            func = expression.func if type(expression) is cst.Call else expression
+            if type(func) is cst.Attribute and func.attr.value in COMMAND_DECORATORS and type(func.value) is cst.Name:
+                group = func.value.value
+                if group in self.module_defs or group in self.resolver.module_final:
+                    members = self.summary.registries.setdefault(group, [])
+                    if "." + node.name.value not in members:
+                        members.append("." + node.name.value)
             target = self._target(expression.func if type(expression) is cst.Call else expression)
             if target and self._first_party(target):
                 found.append(target)
@@ -415,8 +508,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             nested = self.nested.get(key)
             if nested is not None and head in nested:
                 return "." + nested[head] + ("." + rest if rest else "")
-        if head == "self" and class_name and rest and "." not in rest:
-            return f".{class_name}.{rest}"
+        if head == "self" and class_name and rest:
+            if "." not in rest:
+                return f".{class_name}.{rest}"
+            attribute, _, method = rest.partition(".")
+            owner = self.summary.classes.get(class_name)
+            typed = owner.attribute_types.get(attribute) if owner is not None else None
+            return f"{typed}.{method}" if typed is not None else None
         if head in types and rest:
             return f"{types[head]}.{rest}"
         if head in self.module_defs and self.resolver.lookup(head) is None:
@@ -437,6 +535,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 if isinstance(value, cst.Call):
                     built = unwrap_self_returning(value)  # `model = Net().to(device)`
                     called = self._target(built.func) if type(built) is cst.Call else None
+                    if called in IMPORTERS and type(built) is cst.Call:
+                        module = literal(arg_value(built, "name", 0))
+                        if isinstance(module, str) and self._first_party(module):
+                            self.module_locals[target.value] = module
+                            called = module
+                    if type(built) is cst.Call and (called is None or not self._first_party(called)):
+                        # `trainer = instantiate(cfg.trainer)`: an object of a class named by a string
+                        named, kind = self._built_by_name(built, self.context.call_name(built))
+                        called = named or (DYNAMIC + kind if kind in (NAMED, CONFIG) else called)
                     if called:
                         self.keys[-1][3][target.value] = called
                     if called == "functools.partial" and value.args and self._at_module_level():
@@ -458,6 +565,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 if type(attribute) is cst.Attribute and type(attribute.value) is cst.Name and attribute.value.value == "self":
                     if value.value in owner.init_parameters:
                         owner.attribute_parameters[attribute.attr.value] = value.value
+                        annotated = self.keys[-1][3].get(value.value)
+                        if annotated is not None:
+                            owner.attribute_types.setdefault(attribute.attr.value, annotated)
         for target in node.targets:
             if type(target.target) is cst.Subscript and type(target.target.value) is cst.Name:
                 self._registering(target.target.value.value, value)
@@ -565,6 +675,20 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         attribute = func.attr.value if type(func) is cst.Attribute else None
         if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
             self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
+        if attribute == "add_argument":
+            self._option(node)
+        elif attribute == "set_defaults":
+            for arg in node.args:
+                if arg.keyword is not None and type(arg.value) in (cst.Name, cst.Attribute):
+                    handler = self._target(arg.value)
+                    if handler is not None and self._first_party(handler):
+                        self.summary.registries.setdefault(f"{SET_DEFAULTS}{arg.keyword.value}>", []).append(handler)
+        elif qualified in TEST_RUNNERS and self.key == MAIN_KEY:
+            self.runs_tests = True
+        if type(func) is cst.Name and func.value in self.summary.registries and self._module_name(func.value):
+            function.add_call(f".{func.value}{REGISTRY_MEMBER}", seen)  # `cli()`: the group runs its commands
+        elif attribute is not None and qualified is None:
+            self.attribute_calls.append((function, attribute, seen))  # `args.func(args)`, decided at the end
         if attribute == "set_epoch":
             receiver = dotted_name(func.value)
             if receiver is not None and receiver not in self.summary.set_epoch:
@@ -612,6 +736,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             for made in self._receiver_makers(func.value):
                 function.add_call(f"{made}.{attribute}", seen)
         self._training(node, qualified, attribute, function, site)
+        self._named_objects(node, qualified, attribute, function, seen, site)
         # RNG draws
         kind = draw_kind(qualified, node)
         # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
@@ -709,6 +834,126 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         worker_fn = arg_value(node, "worker_init_fn")
         if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
+
+    # -- objects named by strings, code chosen at run time ----------------------------------------
+    def _named_objects(
+        self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], function: FunctionSummary, seen: Set[str], site
+    ) -> None:
+        """Constructions and calls by name: a literal name is a call of that object; a name the
+        analysis cannot read is a dynamic target the project phase resolves to its candidates
+        (or leaves unresolved: the run is then incomplete)."""
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in NAMED_KEYS:
+                self._named_literal(literal(arg.value))
+        if qualified == LIGHTNING_CLI:
+            self._lightning_cli(node, function, seen, site)
+            return
+        if qualified in IMPORTERS:
+            name = literal(arg_value(node, "name", 0))
+            if isinstance(name, str) and not name.startswith("."):
+                function.imports.append(name)  # importing it runs its module-level code
+            else:
+                self._dynamic(IMPORT, function, seen, site(f"`{_spelling(node.func)}(...)`"))
+            return
+        named, kind = self._built_by_name(node, qualified)
+        if named is not None:
+            self._named_call(named, function, seen)
+        elif kind is not None:
+            self._dynamic(kind, function, seen, site(f"`{_spelling(node.func)}(...)`"))
+        elif (
+            attribute in BUILD_METHODS
+            and qualified is None
+            and self.call_target is None
+            and not self._receiver_makers(node.func.value)
+        ):
+            # `cfg.build()` on a value of unknown class (the project phase keeps it unresolved only
+            # where a first-party class defines such a method).
+            unresolved = site(f"`{_spelling(node.func)}(...)`")
+            unresolved.argument = METHOD + attribute
+            function.add_unresolved(unresolved)
+
+    def _built_by_name(self, node: cst.Call, qualified: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+        """(the dotted name a call builds or calls an object by, when it is a literal; else the
+        dynamic kind of its candidates), or (None, None) for a call that names nothing."""
+        callee = (qualified or dotted_name(node.func) or "").rsplit(".", 1)[-1]
+        if callee in NAME_CONSTRUCTORS or qualified in LOCATORS:
+            keyword, position = NAME_CONSTRUCTORS.get(callee, ("path", 0))
+            value = arg_value(node, keyword, position)
+            name = literal(value) if value is not None and not opaque_keywords(node) else NOT_LITERAL
+            return (name, None) if dotted_literal(name) else (None, NAMED)
+        if qualified in CONFIG_INSTANTIATORS:
+            value = arg_value(node, "config", 0)
+            name = literal(value) if value is not None else NOT_LITERAL
+            if type(value) is cst.Dict:
+                entries = [e for e in value.elements if type(e) is cst.DictElement and literal(e.key) == "_target_"]
+                name = literal(entries[0].value) if entries else None
+            return (name, None) if dotted_literal(name) else (None, CONFIG)
+        if qualified in CONFIG_LOADERS:
+            return None, CONFIG
+        if qualified == "builtins.getattr" and len(node.args) >= 2 and not isinstance(literal(node.args[1].value), str):
+            module = self._first_party_module(node.args[0].value)
+            return None, (MODULE + module if module is not None else None)
+        return None, None
+
+    def _optional_seed(self, name: str, default: Optional[cst.BaseExpression]) -> None:
+        """A seed option or config field whose default is None: the default run is unseeded."""
+        if "seed" in name.lower() and (default is None or literal(default) is None) and name not in self.summary.optional_seeds:
+            self.summary.optional_seeds.append(name)
+
+    def _option(self, node: cst.Call) -> None:
+        """`parser.add_argument("--seed", type=int)`: an option that defaults to None."""
+        flags = [literal(arg.value) for arg in node.args if arg.keyword is None]
+        dest = literal(arg_value(node, "dest"))
+        if not isinstance(dest, str):
+            long = [flag for flag in flags if isinstance(flag, str) and flag.startswith("--")]
+            dest = long[0][2:].replace("-", "_") if long else None
+        action = literal(arg_value(node, "action"))
+        if isinstance(dest, str) and not (isinstance(action, str) and action.startswith("store_")):
+            self._optional_seed(dest, arg_value(node, "default"))
+
+    def _named_literal(self, value: Any) -> None:
+        targets = self.summary.named_targets
+        if dotted_literal(value) and value not in targets and len(targets) < MAX_DYNAMIC_CANDIDATES:
+            targets.append(value)
+
+    def _named_call(self, name: str, function: FunctionSummary, seen: Set[str]) -> None:
+        self._named_literal(name)
+        if self._first_party(name):
+            function.add_call(name, seen)
+
+    def _dynamic(self, kind: str, function: FunctionSummary, seen: Set[str], site: Site) -> None:
+        function.add_call(DYNAMIC + kind, seen)
+        site.argument = kind
+        function.add_unresolved(site)
+
+    def _first_party_module(self, expression: cst.BaseExpression) -> Optional[str]:
+        """The qualified name of a first-party module an expression names (`models` after `import
+        models`), else None."""
+        if type(expression) not in (cst.Name, cst.Attribute):
+            return None
+        if type(expression) is cst.Name and expression.value in self.module_locals:
+            return self.module_locals[expression.value]  # `models = importlib.import_module("nets.models")`
+        qualified = self.context.qualified_name(expression)
+        if qualified is None or not self._first_party(qualified):
+            return None
+        return qualified if any(m == qualified or m.startswith(qualified + ".") for m in self.resolver.imported_modules) else None
+
+    def _lightning_cli(self, node: cst.Call, function: FunctionSummary, seen: Set[str], site) -> None:
+        """`LightningCLI(Model, DataModule)` builds those classes; without a model class, or in
+        subclass mode, the classes come from `class_path` in the YAML configs."""
+        classes = [arg_value(node, "model_class", 0), arg_value(node, "datamodule_class", 1)]
+        for value in classes:
+            target = self._target(value) if type(value) in (cst.Name, cst.Attribute) else None
+            if target is not None and self._first_party(target):
+                function.add_call(target, seen)
+        subclass_mode = arg_value(node, "subclass_mode_model")
+        if classes[0] is None or (subclass_mode is not None and literal(subclass_mode) is not False):
+            self._dynamic(CONFIG, function, seen, site(f"`{_spelling(node.func)}(...)`"))
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        for element in node.elements:
+            if type(element) is cst.DictElement and literal(element.key) in NAMED_KEYS:
+                self._named_literal(literal(element.value))
 
     def _training(
         self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], function: FunctionSummary, site
@@ -1051,6 +1296,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     # -- the end: offsets the project fixes need ------------------------------------------------------
     def finish(self) -> None:
         self._decide_raising()
+        self._dispatch()
         summary = self.summary
         for function, site, identity in self.bound_modules:
             if not self.context.scopes.only_called_without_grad(identity):
@@ -1084,6 +1330,24 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self._loader_sites()
         if self.spawn_calls:
             self._spawn_sites()
+
+    def _dispatch(self) -> None:
+        """What runs by name at the end of the walk: `args.func(args)` runs every function handed to
+        `set_defaults(func=...)` in this file; a main block that calls a test runner runs the file's
+        `TestCase` methods and `test_*` functions."""
+        handlers = {name[len(SET_DEFAULTS) : -1] for name in self.summary.registries if name.startswith(SET_DEFAULTS)}
+        for function, attribute, seen in self.attribute_calls if handlers else ():
+            if attribute in handlers:
+                function.add_call(f".{SET_DEFAULTS}{attribute}>{REGISTRY_MEMBER}", seen)
+        self.attribute_calls = []
+        if self.runs_tests:
+            main = self.summary.function(MAIN_KEY)
+            seen = set(main.calls)
+            for key in list(self.summary.functions):
+                owner, _, name = key.rpartition(".")
+                method = bool(owner) and owner in self.summary.classes and name.startswith(TEST_METHOD_PREFIXES)
+                if method or (not owner and name.startswith("test_")):
+                    main.add_call("." + key, seen)
 
     def _spawn_sites(self) -> None:
         """Where each process start is (its diagnostics), and where the fixes of the functions

@@ -5,6 +5,7 @@ module graph. Data and queries for the project rules; it runs nothing.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
@@ -13,8 +14,10 @@ from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
+from torchdet_lint.model.named import CONFIG, DYNAMIC, IMPORT, MAX_DYNAMIC_CANDIDATES, METHOD, MODULE, NAMED, yaml_targets
 from torchdet_lint.model.processes import SPAWN
 from torchdet_lint.model.summary import (
+    LAMBDA_KEY,
     MAIN_KEY,
     MAX_REGISTRY_MEMBERS,
     MAX_SITES,
@@ -144,6 +147,7 @@ class Project:
         torch_version: Tuple[int, int],
         first_party: frozenset = frozenset(),
         reported: Optional[Set[str]] = None,
+        config_files: Optional[Callable[[], List[Path]]] = None,
     ) -> None:
         self.settings = settings
         self.reported = reported  # the files whose diagnostics are shown (None: every file)
@@ -166,6 +170,14 @@ class Project:
         self._registered: Optional[Dict[Tuple[str, str], List[Node]]] = None
         self._imported: Optional[Set[str]] = None
         self._training_nodes: Optional[Tuple[Set[Node], Set[Node]]] = None
+        self._suppliers: Optional[Dict[str, List[Tuple[Node, Located]]]] = None
+        self._optional_seeds: Optional[Set[str]] = None
+        # The project's YAML configs (found on first need: only runs with config-built objects read them).
+        self._config_files = config_files
+        self._config_names: Optional[List[Tuple[Path, List[str]]]] = None
+        self._dynamic_cache: Dict[Tuple[str, str], List[Node]] = {}  # (file, kind.method) -> candidates
+        self._named: Optional[List[str]] = None
+        self._methods: Optional[Set[str]] = None
 
     # -- the module graph ------------------------------------------------------------------
     @property
@@ -350,7 +362,13 @@ class Project:
         if cached is not None:
             return cached
         result: List[Node] = []
-        if depth <= 4:
+        if target.startswith(DYNAMIC):
+            kind = target[len(DYNAMIC) :]
+            method = ""
+            if kind.startswith((NAMED + ".", CONFIG + ".")):  # a method of what was built: `trainer.train()`
+                kind, _, method = kind.partition(".")
+            result = self._dynamic(display, kind, method)
+        elif depth <= 4:
             if target.startswith("."):
                 result = self._local(display, target[1:], depth)
             else:
@@ -401,6 +419,12 @@ class Project:
                     # Calling an instance of a module runs its `forward` (nn.Module.__call__).
                     method = self._method(display, head, "forward", set())
                 return [method, *self._overrides_run(display, head, [method])] if method else []
+            # `cfg.model.build()` for `cfg: Config`: the class an attribute is annotated with.
+            attribute, _, more = rest.partition(".")
+            for file, cls in self.base_classes(display, head, set()):
+                typed = self.summaries[file].classes[cls].attribute_types.get(attribute)
+                if typed is not None:
+                    return self.resolve(file, f"{typed}.{more}", depth + 1)
             return []
         if head in summary.exports:
             alias = summary.exports[head]
@@ -413,6 +437,80 @@ class Project:
             if found:
                 return found
         return []
+
+    # -- code chosen at run time ---------------------------------------------------------------
+    def _dynamic(self, display: str, kind: str, method: str = "") -> List[Node]:
+        """The candidates of a construction or call by name in `display` (see `model.named`):
+        every object the project's `class_name=`/`_target_` literals name, those of the YAML
+        configs beside and below the file, a module's public callables. None when there are none
+        or more than a registry's bound: the site then stays unresolved."""
+        key = (display, kind + "." + method)
+        found = self._dynamic_cache.get(key)
+        if found is not None:
+            return found
+        names: List[str] = []
+        if kind == NAMED:
+            names = self._named_literals()
+        elif kind == CONFIG:
+            names = self._configured_names(display) or self._named_literals()
+        elif kind.startswith(MODULE):
+            names = self._module_callables(display, kind[len(MODULE) :])
+        nodes: List[Node] = []
+        for name in dict.fromkeys(names):
+            if name.split(".", 1)[0] in self.first_party:
+                nodes.extend(node for node in self.resolve(display, f"{name}.{method}" if method else name) if node not in nodes)
+        found = self._dynamic_cache[key] = nodes if len(nodes) <= MAX_DYNAMIC_CANDIDATES else []
+        return found
+
+    def _named_literals(self) -> List[str]:
+        if self._named is None:
+            self._named = [name for summary in self.summaries.values() for name in summary.named_targets]
+        return self._named
+
+    def _configured_names(self, display: str) -> List[str]:
+        """What the YAML configs in the file's directory and below it name (a recipe's
+        `hparams/`, hydra's `conf/`), else those of the whole project."""
+        if self._config_names is None:
+            self._config_names = []
+            for path in self._config_files() if self._config_files is not None else []:
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                names = yaml_targets(text)
+                if names:
+                    self._config_names.append((path.parent, names))
+        directory = self.paths.get(display, Path(display))
+        directory = (directory if directory.is_absolute() else Path.cwd() / directory).parent
+        near = [
+            name for folder, names in self._config_names if folder == directory or directory in folder.parents for name in names
+        ]
+        return near or [name for _, names in self._config_names for name in names]
+
+    def _module_callables(self, display: str, module: str) -> List[str]:
+        """`getattr(models, name)`: the public functions and classes of a first-party module."""
+        found = self.index.module(module, display)
+        if found is None or found[1]:
+            return []
+        summary = self.summaries[found[0]]
+        names = [name for name in (*summary.functions, *summary.classes) if "." not in name and not name.startswith(("_", "<"))]
+        names += [name for name in summary.exports if not name.startswith("_")]
+        return [f"{module}.{name}" for name in names]
+
+    def still_unresolved(self, display: str, site: Site) -> bool:
+        """Whether an unresolved site of a summary stays so in this project: a `cfg.build()` on an
+        unknown value only where a first-party class defines `build`; a construction by name only
+        where its candidates cannot be enumerated."""
+        kind = site.argument
+        if kind.startswith(METHOD):
+            if self._methods is None:
+                self._methods = {
+                    method for summary in self.summaries.values() for c in summary.classes.values() for method in c.methods
+                }
+            return kind[len(METHOD) :] in self._methods
+        if kind == IMPORT:
+            return True
+        return not self._dynamic(display, kind)
 
     def _registry_members(self, display: str, registry: str, depth: int) -> List[Node]:
         listed = self.summaries[display].registries.get(registry, [])
@@ -666,7 +764,7 @@ class Project:
         own.raising = {profile: [Located(display, s) for s in sites] for profile, sites in function.raising.items()}
         own.loading = [Located(display, s) for s in function.loading]
         own.trains = [Located(display, function.trains)] if function.trains is not None else []
-        own.unresolved = [Located(display, s) for s in function.unresolved]
+        own.unresolved = [Located(display, s) for s in function.unresolved if self.still_unresolved(display, s)]
         own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(node, spawn)]
         return own
 
@@ -792,6 +890,55 @@ class Project:
         incomplete (what it cannot see may train)."""
         reach = self.entry_reach(entry)
         return bool(reach.trains) or bool(reach.unresolved)
+
+    def unreached_supplier(self, entry: EntryPoint, kind: str) -> Optional[Located]:
+        """Open world: for an incomplete entry point, a first-party function of the project that
+        would supply the missing fact (seeds that generator, enables the flag) and that no resolved
+        path of the entry point reaches; it may well run behind the site the analysis could not
+        follow. Test files do not count (their helpers serve the tests)."""
+        if not self.incomplete(entry):
+            return None
+        if self._suppliers is None:
+            self._suppliers = {}
+            for display, summary in sorted(self.summaries.items()):
+                if _is_test_file(display):
+                    continue
+                for key, function in summary.functions.items():
+                    if key in (MODULE_KEY, MAIN_KEY, LAMBDA_KEY) or "<locals>" in key:
+                        continue
+                    for covered, site in function.covers.items():
+                        self._suppliers.setdefault(covered, []).append(((display, key), Located(display, site)))
+        reached = self.reached_nodes(entry)
+        for node, located in self._suppliers.get(kind, ()):
+            if node not in reached:
+                return Located(located.path, Site(located.site.line, f"`{node[1]}` ({located.site.text})"))
+        return None
+
+    def open_world_note(self, entry: EntryPoint, supplier: Located, what: str) -> str:
+        """`the run passes through ... which the analysis cannot follow; ... is reached by no path it could follow`."""
+        sites = ", ".join(f"{item.site.text} at {self.where(item)}" for item in self.unresolved(entry)[:2])
+        return (
+            f"; the run passes through {sites}, which the analysis cannot follow, and {supplier.site.text} at "
+            f"{self.where(supplier)}, which {what}, is reached by no path it could follow"
+        )
+
+    def optional_seed(self, guard: str) -> bool:
+        """Whether a seeding's guard tests a seed option that defaults to None (`args.seed is not
+        None`, `cfg.seed`): the seeding runs only when the option is given."""
+        try:
+            test = ast.parse(guard, mode="eval").body
+        except SyntaxError:
+            return False
+        while isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test = test.values[0]
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+            test = test.left
+        name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
+        if name is None:
+            return False
+        if self._optional_seeds is None:
+            self._optional_seeds = {seed for summary in self.summaries.values() for seed in summary.optional_seeds}
+        return name in self._optional_seeds
 
     def trained_where_reached(self, display: str, line: int) -> bool:
         """Whether a backward-only condition at `display:line` can happen: a run that reaches it

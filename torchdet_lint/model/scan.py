@@ -14,6 +14,7 @@ from torchdet_lint.core.names import canonical
 from torchdet_lint.core.source import LineIndex, block_top_line
 from torchdet_lint.model.facts import BACKWARD_METHODS, COMMAND_RUNNERS, CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
+from torchdet_lint.model.named import COMMAND_DECORATORS, SET_DEFAULTS, TEST_METHOD_PREFIXES, TEST_RUNNERS
 from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_REGISTRY_MEMBERS,
@@ -36,7 +37,7 @@ def _newline_of(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def empty_summary(path: str, module_name: Optional[str], text: str) -> FileSummary:
+def empty_summary(path: str, module_name: Optional[str], text: str, first_party: frozenset = frozenset()) -> FileSummary:
     """The summary of a file the pre-filter skipped (it mentions no torch, random,
     numpy, seed, ...): it can neither draw nor seed, but it can pass calls on
     (`main.py` calling `train.run()`), so imports, definitions, calls and entry
@@ -46,7 +47,7 @@ def empty_summary(path: str, module_name: Optional[str], text: str) -> FileSumma
     if tree is None:
         return summary
     try:
-        _AstScanner(summary, text).scan(tree)
+        _AstScanner(summary, text, first_party).scan(tree)
     except RecursionError:
         pass
     return summary
@@ -145,9 +146,12 @@ def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
 
 
 class _AstScanner:
-    def __init__(self, summary: FileSummary, text: str) -> None:
+    def __init__(self, summary: FileSummary, text: str, first_party: frozenset = frozenset()) -> None:
         self.summary = summary
         self.text = text
+        self.first_party = first_party
+        self.attribute_calls: List[Tuple[object, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
+        self.runs_tests = False
         self.bindings: Dict[str, str] = {}
         self.local_defs: Set[str] = set()
         self.module_names: Set[str] = set()  # names bound by module-level assignments (registries)
@@ -177,6 +181,7 @@ class _AstScanner:
         self._registries(tree)
         for statement in tree.body:
             self._statement(statement, MODULE_KEY, None)
+        self.finish()
         # Pre-filtered files are few: give each the anchors (it may be a configured entry point).
         ast_anchors(tree, self.text, summary)
 
@@ -258,6 +263,7 @@ class _AstScanner:
                 summary.signatures[statement.name] = (required, positional[0].arg if positional else "", "seed" in names)
                 self._decorators(statement)
                 self._registrar(statement)
+            self._annotations(statement, inner, class_name)
             for child in statement.body:
                 self._walk_calls(child, inner, class_name)
             return
@@ -270,6 +276,11 @@ class _AstScanner:
             if class_name is None:
                 self._decorators(statement)
             attributes = self.attributes[name] = {}
+            for child in statement.body:  # `model: ModelConfig` (dataclass fields)
+                if isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name):
+                    typed = self._annotation_target(child.annotation)
+                    if typed is not None and self._first_party(typed):
+                        summary.classes[name].attribute_types[child.target.id] = typed
             for child in ast.walk(statement):
                 if isinstance(child, ast.Assign):
                     for target in child.targets:
@@ -306,7 +317,125 @@ class _AstScanner:
             return
         self._walk_calls(statement, key, class_name)
 
+    def _typed_method(self, func: ast.expr, types: Dict[str, str], class_name: Optional[str]) -> Optional[str]:
+        """`cfg.build` for `cfg: Config` (or `cfg = Config()`), `self.cfg.build` for an annotated
+        attribute: that class's method."""
+        if not isinstance(func, ast.Attribute):
+            return None
+        receiver = func.value
+        dotted = _ast_dotted(func)
+        head, _, rest = (dotted or "").partition(".")
+        if head in types and rest:  # `cfg.build`, `job.model.build` for `job: JobConfig`
+            return f"{types[head]}.{rest}"
+        if (
+            class_name
+            and isinstance(receiver, ast.Attribute)
+            and isinstance(receiver.value, ast.Name)
+            and receiver.value.id == "self"
+            and class_name in self.summary.classes
+        ):
+            typed = self.summary.classes[class_name].attribute_types.get(receiver.attr)
+            return f"{typed}.{func.attr}" if typed is not None else None
+        return None
+
+    def _dispatch(self, call: ast.Call, func: ast.expr, target: Optional[str], key: str, function, seen: Set[str]) -> None:
+        """Command-line dispatch and test runners, as the collector reads them: `cli()` runs the
+        group's commands, `set_defaults(func=f)` names what `args.func(...)` runs, a test runner
+        in the main block runs the file's tests."""
+        registries = self.summary.registries
+        if isinstance(func, ast.Name) and func.id in registries and (func.id in self.local_defs or func.id in self.module_names):
+            function.add_call(f".{func.id}{REGISTRY_MEMBER}", seen)
+        elif isinstance(func, ast.Attribute) and func.attr == "set_defaults":
+            for keyword in call.keywords:
+                handler = self._target(keyword.value, None) if keyword.arg else None
+                if handler is not None and self._first_party(handler):
+                    registries.setdefault(f"{SET_DEFAULTS}{keyword.arg}>", []).append(handler)
+        elif isinstance(func, ast.Attribute) and (target is None or not self._first_party(target)):
+            self.attribute_calls.append((function, func.attr, seen))
+        if target in TEST_RUNNERS and key == MAIN_KEY:
+            self.runs_tests = True
+
+    def finish(self) -> None:
+        handlers = {name[len(SET_DEFAULTS) : -1] for name in self.summary.registries if name.startswith(SET_DEFAULTS)}
+        for function, attribute, seen in self.attribute_calls if handlers else ():
+            if attribute in handlers:
+                function.add_call(f".{SET_DEFAULTS}{attribute}>{REGISTRY_MEMBER}", seen)
+        if self.runs_tests:
+            main = self.summary.function(MAIN_KEY)
+            seen = set(main.calls)
+            for key in list(self.summary.functions):
+                owner, _, name = key.rpartition(".")
+                if (owner in self.summary.classes and name.startswith(TEST_METHOD_PREFIXES)) or (
+                    not owner and name.startswith("test_")
+                ):
+                    main.add_call("." + key, seen)
+
+    def _first_party(self, target: str) -> bool:
+        return target.startswith(".") or target.split(".", 1)[0] in self.first_party
+
+    def _annotation_target(self, node: Optional[ast.expr], depth: int = 0) -> Optional[str]:
+        """The class an annotation names (as the collector reads it): `Trainer`, `"Trainer"`,
+        `Optional[Trainer]`, `Trainer | None`."""
+        if node is None or depth > 3:
+            return None
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self._target(node, None)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                return self._annotation_target(ast.parse(node.value, mode="eval").body, depth + 1)
+            except SyntaxError:
+                return None
+        if isinstance(node, ast.Subscript) and self._target(node.value, None) in ("typing.Optional", "typing.Union"):
+            elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            for element in elements:
+                found = self._annotation_target(element, depth + 1)
+                if found is not None:
+                    return found
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return self._annotation_target(node.left, depth + 1) or self._annotation_target(node.right, depth + 1)
+        return None
+
+    def _annotations(self, definition: ast.AST, key: str, class_name: Optional[str]) -> None:
+        """Annotated parameters hold instances of their class; a return annotation is what the
+        function returns; `self.x: T` and `self.x = param` (annotated) type an attribute."""
+        types = self.types.setdefault(key, {})
+        arguments = definition.args
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            typed = self._annotation_target(argument.annotation)
+            if typed is not None and self._first_party(typed):
+                types[argument.arg] = typed
+        returned = self._annotation_target(definition.returns)
+        if returned is not None and self._first_party(returned):
+            self.summary.function(key).returns.append(returned)
+        owner = self.summary.classes.get(class_name) if class_name else None
+        if owner is None:
+            return
+        for child in ast.walk(definition):
+            target = child.target if isinstance(child, ast.AnnAssign) else None
+            if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.value, ast.Name):
+                target = child.targets[0] if child.value.id in types else None
+                typed = types.get(child.value.id)
+            elif target is not None:
+                typed = self._annotation_target(child.annotation)
+                typed = typed if typed is not None and self._first_party(typed) else None
+            else:
+                continue
+            if typed and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                owner.attribute_types.setdefault(target.attr, typed)
+
     def _decorators(self, definition: ast.AST) -> None:
+        for decorator in definition.decorator_list:  # `@cli.command()`: a command of a click/typer group
+            func = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in COMMAND_DECORATORS
+                and isinstance(func.value, ast.Name)
+                and (func.value.id in self.local_defs or func.value.id in self.module_names)
+            ):
+                members = self.summary.registries.setdefault(func.value.id, [])
+                if "." + definition.name not in members:
+                    members.append("." + definition.name)
         found = [
             t for t in (self._target(d.func if isinstance(d, ast.Call) else d, None) for d in definition.decorator_list) if t
         ]
@@ -338,7 +467,7 @@ class _AstScanner:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING:
             self._makers(_unwrap_self_returning(node), key, class_name, found, steps)  # `Net(...).to(device)`
         elif isinstance(node, ast.Call):
-            made = self._target(node.func, class_name)
+            made = self._target(node.func, class_name) or self._typed_method(node.func, self.types.get(key, {}), class_name)
             if made and made not in found:
                 found.append(made)
         elif isinstance(node, ast.Subscript):  # a getter's `return _MODELS[name]`
@@ -405,6 +534,8 @@ class _AstScanner:
             ):
                 built = _unwrap_self_returning(child.value)  # `model = Net().to(device)`
                 called = self._target(built.func, class_name) if isinstance(built, ast.Call) else None
+                if called is None and isinstance(built, ast.Call):
+                    called = self._typed_method(built.func, types, class_name)  # `trainer = cfg.build()`
                 if called:
                     types[child.targets[0].id] = called
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
@@ -423,15 +554,11 @@ class _AstScanner:
             if isinstance(child, ast.Call):
                 target = self._target(child.func, class_name)
                 func = child.func
-                if (
-                    target is None
-                    and isinstance(func, ast.Attribute)
-                    and isinstance(func.value, ast.Name)
-                    and func.value.id in types
-                ):
-                    target = f"{types[func.value.id]}.{func.attr}"
+                if target is None:
+                    target = self._typed_method(func, types, class_name)
                 if target:
                     function.add_call(target, seen)
+                self._dispatch(child, func, target, key, function, seen)
                 if isinstance(func, ast.Attribute) and func.attr == "set_epoch":
                     receiver = _ast_dotted(func.value)
                     if receiver is not None and receiver not in self.summary.set_epoch:

@@ -151,6 +151,9 @@ class ClassSummary:
     init_parameters: List[str] = field(default_factory=list)
     seeded_parameters: List[str] = field(default_factory=list)
     attribute_parameters: Dict[str, str] = field(default_factory=dict)  # `self.<attr> = <param>` in __init__
+    # Attributes annotated with a first-party class (`model: ModelConfig` in a dataclass, `self.trainer:
+    # Trainer = ...`, `self.cfg = cfg` for `cfg: Config`): `self.<attr>.build()` runs that class's method.
+    attribute_types: Dict[str, str] = field(default_factory=dict)
     seeded_attributes: List[str] = field(default_factory=list)
 
 
@@ -252,6 +255,12 @@ class FileSummary:
     # Registering decorators defined here: function -> the module-level registry its body stores the
     # decorated function in (`_METRICS[fn.__name__] = fn`, also from a nested `deco(fn)`).
     registrars: Dict[str, str] = field(default_factory=dict)
+    # Objects named by dotted string literals where code builds objects from names (`class_name=
+    # "pkg.Net"`, `{"_target_": "pkg.Net"}`): the candidates of a construction by name.
+    named_targets: List[str] = field(default_factory=list)
+    # Seed options that default to None (`--seed` without a default, `seed: Optional[int] = None`
+    # in a config class): a seeding guarded by them runs only on request (the report's `opt-in`).
+    optional_seeds: List[str] = field(default_factory=list)
     # Module-level aliases of this file's own functions and classes (`Model = DetectionModel`):
     # name -> ".DetectionModel" (an alias of an import is in `exports`).
     aliases: Dict[str, str] = field(default_factory=dict)

@@ -149,6 +149,11 @@ class _UnseededGlobalRng(ProjectRule):
                 continue
             needed = [kind for kind in RNG_KINDS if reach.draws.get(kind) and kind not in reach.covers]
             message = self.message(project, reach, draws)
+            supplier = project.unreached_supplier(entry, self.kind)
+            if supplier is not None:
+                if project.settings.profile != "strict":
+                    continue  # the seeding may run behind what the analysis could not follow
+                message += project.open_world_note(entry, supplier, f"seeds {RNG_WORDS[self.kind]}")
             if entry.spawn is not None:
                 message = spawned_message(project, entry, message, self.kind)
             yield project.entry_diagnostic(entry, self.code, self.name, message, seeding_fix(project, entry, needed))
