@@ -380,13 +380,20 @@ def run_report(argv: Sequence[str]) -> int:
     scopes, missing = workspace.scopes(args.paths or ["."], force_exclude=args.force_exclude)
     for path in missing:
         raise ConfigError(f"{path}: no such file or directory")
+    # A named entry point's columns rest on the findings of every file it reaches: the report
+    # lints the whole project (from the cache, mostly) and shows the named files' rows.
+    shown = {file.display for scope in scopes for file in scope.named_files}
+    for scope in scopes:
+        scope.named = {file.path for file in scope.files}
     jobs = args.jobs if args.jobs and args.jobs > 0 else default_jobs()
     result = run_scopes(scopes, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet, extra_codes=REPORT_CODES)
     cards = []
     for project in result.projects:
         if project.model is not None:
             named = {r.path for r in project.results}
-            cards.extend(scorecards(project.model, [d for d in result.diagnostics if d.path in named]))
+            configured = selected_codes(project.options.settings)
+            found = scorecards(project.model, [d for d in result.diagnostics if d.path in named], configured)
+            cards.extend(card for card in found if card.path in shown)
     cards.sort(key=lambda card: (card.path, card.line))
     if args.output_format == "json":
         sys.stdout.write(render_json(cards))

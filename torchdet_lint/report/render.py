@@ -9,7 +9,7 @@ import json
 import textwrap
 from typing import Callable, Dict, List, Sequence
 
-from torchdet_lint.report.scorecard import CHECKS, MISSING, NOT_NEEDED, OK, Scorecard
+from torchdet_lint.report.scorecard import CHECKS, IGNORED, MISSING, NOT_NEEDED, OK, OPT_IN, UNKNOWN, Scorecard
 
 FORMATS = ("full", "markdown", "json")
 # Two-line column headings for the terminal table.
@@ -28,17 +28,20 @@ _HEADINGS = {
     "compiled-code": ("compiled", "code"),
     "eval-dropout": ("eval", "dropout"),
 }
-_CELL = {OK: "ok", MISSING: "missing", NOT_NEEDED: "-"}
-_STYLE = {OK: ("32",), MISSING: ("1", "31"), NOT_NEEDED: ("2",)}  # green, bold red, dim: as the diagnostics' output
-_MARK = {OK: "✅", MISSING: "❌", NOT_NEEDED: "➖"}
+_CELL = {OK: "ok", MISSING: "missing", NOT_NEEDED: "-", UNKNOWN: "unknown", IGNORED: "ignored", OPT_IN: "opt-in"}
+# Green, bold red, dim (as the diagnostics' output); yellow for what needs a look.
+_STYLE = {OK: ("32",), MISSING: ("1", "31"), NOT_NEEDED: ("2",), UNKNOWN: ("33",), IGNORED: ("2",), OPT_IN: ("33",)}
+_MARK = {OK: "✅", MISSING: "❌", NOT_NEEDED: "➖", UNKNOWN: "❔", IGNORED: "🔇", OPT_IN: "⚠️"}
 LEGEND = (
     "ok: checked and right (the evidence says where); missing: `torchdet-lint check` reports it for "
-    "this entry point; -/not-needed: nothing the entry point reaches needs it."
+    "this entry point; -/not-needed: nothing the entry point reaches needs it; unknown: the run passes "
+    "through code the analysis cannot follow (the evidence names it); ignored: the rule is deselected or "
+    "suppressed; opt-in: it runs only when an option asks for it (the default run lacks it)."
 )
 
 
 def _entry(card: Scorecard) -> str:
-    where = f"{card.path}:{card.line}"
+    where = f"{card.path} (cell {card.cell}, line {card.line})" if card.cell is not None else f"{card.path}:{card.line}"
     return f"{where} -> {card.function}" if card.function else where
 
 
@@ -121,11 +124,14 @@ def render_markdown(cards: Sequence[Scorecard]) -> str:
         lines.append("")
         lines.append(
             f"{_MARK[OK]} ok: checked and right; {_MARK[MISSING]} missing: `torchdet-lint check` reports it "
-            f"for this entry point; {_MARK[NOT_NEEDED]} not-needed: nothing the entry point reaches needs it."
+            f"for this entry point; {_MARK[NOT_NEEDED]} not-needed: nothing the entry point reaches needs it; "
+            f"{_MARK[UNKNOWN]} unknown: the run passes through code the analysis cannot follow; "
+            f"{_MARK[IGNORED]} ignored: the rule is deselected or suppressed; "
+            f"{_MARK[OPT_IN]} opt-in: it runs only when an option asks for it."
         )
-        missing = [(card, check) for card in cards for check in CHECKS if card.checks[check].status == MISSING]
+        missing = [(card, check) for card in cards for check in CHECKS if card.checks[check].status in (MISSING, UNKNOWN, OPT_IN)]
         if missing:
-            lines += ["", "### What is missing", ""]
+            lines += ["", "### What is missing or unknown", ""]
             for card, check in missing:
                 for evidence in card.checks[check].evidence:
                     lines.append(
@@ -149,6 +155,8 @@ def render_json(cards: Sequence[Scorecard]) -> str:
                 evidence.append(element)
             checks[check] = {"status": result.status, "evidence": evidence}
         entry: Dict[str, object] = {"path": card.path, "line": card.line, "reason": card.reason, "checks": checks}
+        if card.cell is not None:
+            entry["cell"] = card.cell
         if card.function:
             entry["spawned"] = {"function": card.function, "launcher": card.launcher, "parent": card.parent}
         entries.append(entry)

@@ -13,8 +13,16 @@ from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.checkpoints import load_node, optimizer_loads
 from torchdet_lint.model.project import EntryPoint, Located, Project, Reach
+from torchdet_lint.model.summary import Site
 
 OK, MISSING, NOT_NEEDED = "ok", "missing", "not-needed"
+# The analysis could not see all the run does (it passes through a class named by a string, a
+# command dispatched from configuration): a "never" or "nothing reached" it cannot vouch for.
+UNKNOWN = "unknown"
+IGNORED = "ignored"  # the rule behind the column is deselected or suppressed: the user's choice
+OPT_IN = "opt-in"  # the seeding runs only when an option asks for it; by default the run is unseeded
+# What a passing entry point may show: every other status makes `report` exit 1.
+PASSING = frozenset({OK, NOT_NEEDED, IGNORED})
 CHECKS = (
     "torch-seed",
     "random-seed",
@@ -39,7 +47,7 @@ FINDING_CHECKS = {
     "raising-ops": frozenset({"TDL202"}),
     "third-party-kernels": frozenset({"TDL203"}),
     "resume-rng-state": frozenset({"TDL008"}),
-    "hidden-order": frozenset({"TDL107"}),
+    "hidden-order": frozenset({"TDL106", "TDL107"}),
     "compiled-code": frozenset({"TDL306"}),
     "eval-dropout": frozenset({"TDL009"}),
 }
@@ -82,9 +90,11 @@ class Scorecard:
     launcher: Optional[str] = None
     parent: Optional[str] = None
 
+    cell: Optional[int] = None  # a notebook's cell, as Jupyter numbers them (`line` is then the cell's line)
+
     @property
     def reproducible(self) -> bool:
-        return all(result.status != MISSING for result in self.checks.values())
+        return all(result.status in PASSING for result in self.checks.values())
 
 
 class _Findings:
@@ -114,8 +124,11 @@ class _Findings:
         return [d for d, _ in self.by_code.get(code, ()) if d.path == entry.path and d.line == entry.line]
 
 
-def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scorecard]:
-    """The scorecard of every reported entry point of a project."""
+def scorecards(
+    project: Project, diagnostics: Sequence[Diagnostic], configured: Optional[FrozenSet[str]] = None
+) -> List[Scorecard]:
+    """The scorecard of every reported entry point of a project; `configured` is the selection of
+    the configuration and command line (a column whose rules it leaves out is `ignored`)."""
     findings = _Findings(project, diagnostics)
     cards = []
     for entry in project.reported_runs:
@@ -123,12 +136,34 @@ def scorecards(project: Project, diagnostics: Sequence[Diagnostic]) -> List[Scor
         if entry.spawn is not None and entry.parent is not None:
             card.function, card.launcher = entry.spawn.function, f"{entry.spawn.launcher}(...)"
             card.parent = f"{entry.parent.path}:{entry.parent.line}"
+        else:
+            placed = _evidence(project, Located(entry.path, Site(entry.line, "")), "")
+            card.line, card.cell = placed.line, placed.cell
         reach = project.entry_reach(entry)
         nodes = project.reached_nodes(entry)
         for check in CHECKS:
-            card.checks[check] = _check(check, project, entry, reach, nodes, findings)
+            ignored = _ignored(check, project, entry, configured)
+            card.checks[check] = ignored or _check(check, project, entry, reach, nodes, findings)
         cards.append(card)
     return cards
+
+
+def check_codes(check: str) -> FrozenSet[str]:
+    """The rules behind a column."""
+    if check in SEED_CHECKS:
+        return frozenset({SEED_CHECKS[check][0]})
+    if check == "deterministic-mode":
+        return frozenset({"TDL302"})
+    return FINDING_CHECKS[check]
+
+
+def _ignored(check: str, project: Project, entry: EntryPoint, configured: Optional[FrozenSet[str]]) -> Optional[CheckResult]:
+    if configured is None or check_codes(check) & configured:
+        return None
+    source = project.settings.source
+    where = f"by `select`/`ignore` in {source}" if source is not None else "by `--select`/`--ignore` on the command line"
+    codes = ", ".join(sorted(check_codes(check)))
+    return CheckResult(IGNORED, [Evidence(entry.path, entry.line, f"{codes} deselected {where}")])
 
 
 def _optimizer_loads(project: Project, nodes) -> List[Tuple[str, int, str]]:
@@ -155,7 +190,32 @@ def _from_diagnostics(found: Sequence[Diagnostic]) -> List[Evidence]:
     return [Evidence(d.path, d.line, f"{d.code}: {d.message}", d.cell) for d in found]
 
 
+def _unknown(project: Project, entry: EntryPoint, what: str, supplier: Optional[Located] = None) -> CheckResult:
+    """`unknown`: the sites the analysis could not follow, and what may lie behind them."""
+    evidence = [
+        _evidence(project, site, f"{site.site.text}: the analysis cannot follow it, so {what}")
+        for site in project.unresolved(entry)[:3]
+    ]
+    if supplier is not None:
+        evidence.append(_evidence(project, supplier, f"{supplier.site.text} is reached by no path the analysis could follow"))
+    return CheckResult(UNKNOWN, evidence)
+
+
+def _opt_in(project: Project, seeded: Located, findings: "_Findings") -> Optional[str]:
+    """Why a seeding runs only on request: under a test of an option whose default skips it
+    (`if args.seed is not None:` with `--seed` defaulting to None), or on a seed drawn at random
+    when none is given (TDL007 at the seeding call)."""
+    guard = seeded.site.guard
+    if guard and project.optional_seed(guard):
+        return f"{seeded.site.text} runs only under `if {guard}:`, and the option defaults to None"
+    for diagnostic, _ in findings.by_code.get("TDL007", ()):
+        if diagnostic.path == seeded.path and diagnostic.line == seeded.site.line:
+            return f"{seeded.site.text} seeds with a value drawn at random unless one is given (TDL007)"
+    return None
+
+
 def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes, findings: _Findings) -> CheckResult:
+    incomplete = project.incomplete(entry)
     if check in SEED_CHECKS:
         code, kind = SEED_CHECKS[check]
         reported = findings.at_entry(code, entry)
@@ -168,9 +228,19 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             )
         seeded = reach.covers.get(kind)
         if seeded is not None:
+            why = _opt_in(project, seeded, findings)
+            if why is not None:
+                return CheckResult(OPT_IN, [_evidence(project, seeded, why)])
             return CheckResult(OK, [_evidence(project, seeded, f"seeded by {seeded.site.text}")])
+        supplier = project.unreached_supplier(entry, kind)
+        if reach.draws.get(kind) and supplier is not None:
+            return _unknown(project, entry, f"it may seed {kind} there", supplier)
         if reach.draws.get(kind):
-            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, f"{code} is suppressed here")])
+            return CheckResult(
+                IGNORED, [Evidence(entry.path, entry.line, f"{code} is suppressed here (`# noqa` or `per-file-ignores`)")]
+            )
+        if incomplete:
+            return _unknown(project, entry, f"it may draw from {kind}'s global generator there")
         return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, f"reaches no draw from {kind}'s global generator")])
     if check == "deterministic-mode":
         enabled = reach.covers.get("deterministic")
@@ -180,13 +250,28 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             return CheckResult(
                 OK, [Evidence(entry.path, entry.line, "config `assume-deterministic-mode`: enabled outside the code")]
             )
-        if not findings.at_entry("TDL302", entry):  # INTERFACE.md: `missing` exactly when check reports TDL302
-            if reach.cuda or reach.ops:
-                return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, "TDL302 is suppressed here")])
+        cuda, ops = reach.governed(project.trains(entry))
+        if not findings.at_entry("TDL302", entry):  # `missing` exactly when check reports TDL302
+            supplier = project.unreached_supplier(entry, "deterministic")
+            if (cuda or ops) and supplier is not None:
+                return _unknown(project, entry, "it may enable the flag there", supplier)
+            if cuda or ops:
+                return CheckResult(
+                    IGNORED, [Evidence(entry.path, entry.line, "TDL302 is suppressed here (`# noqa` or `per-file-ignores`)")]
+                )
+            if incomplete:
+                return _unknown(project, entry, "it may do CUDA work or run operations the flag governs there")
             return CheckResult(
-                NOT_NEEDED, [Evidence(entry.path, entry.line, "reaches no CUDA work and no operation of the catalog")]
+                NOT_NEEDED,
+                [
+                    Evidence(
+                        entry.path,
+                        entry.line,
+                        "reaches no CUDA work in training and no operation whose pass it runs the flag governs",
+                    )
+                ],
             )
-        work = sorted(reach.ops + reach.cuda, key=lambda item: (item.path, item.site.line))
+        work = sorted(ops + cuda, key=lambda item: (item.path, item.site.line))
         evidence = [_evidence(project, item, f"reaches {item.site.text}") for item in work[:MAX_EVIDENCE]]
         return CheckResult(
             MISSING,
@@ -195,6 +280,15 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
     found = findings.reached(FINDING_CHECKS[check], nodes)
     if found:
         return CheckResult(MISSING, _from_diagnostics(found))
+    if incomplete and not (check == "cublas-workspace" or (check == "cudnn-benchmark-off" and "cudnn-benchmark" in reach.covers)):
+        # "Nothing reached does it" rests on a reach the analysis could not complete; a setting it
+        # saw (benchmark set off, the target torch's cuBLAS) stands.
+        return _unknown(project, entry, "what it runs there was not checked")
+    return _clear(check, project, entry, reach, nodes)
+
+
+def _clear(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes) -> CheckResult:
+    """The status of a column with no finding in reached code."""
     if check == "cudnn-benchmark-off":
         chosen = reach.covers.get("cudnn-benchmark")
         if chosen is not None:
@@ -240,7 +334,9 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             ],
         )
     if check == "hidden-order":
-        return CheckResult(OK, [Evidence(entry.path, entry.line, "no set of strings put in hash order in reached code")])
+        return CheckResult(
+            OK, [Evidence(entry.path, entry.line, "no unsorted file listing or set of strings put in hash order in reached code")]
+        )
     if check == "compiled-code":
         return CheckResult(
             OK, [Evidence(entry.path, entry.line, "no Inductor autotuning without its deterministic mode in reached code")]
