@@ -360,7 +360,9 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     helper = "import torch\n\n\ndef deterministic():\n    torch.use_deterministic_algorithms(True)\n"
     unprotected = {
         "ops.py": ops,
-        "run.py": "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n",
+        "run.py": (
+            "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n"
+        ),
     }
     diagnostics = lint_sources(unprotected, select=["TDL302"])
     assert [d.code for d in diagnostics] == ["TDL302"] and "`F.interpolate` at ops.py:5" in diagnostics[0].message
