@@ -63,6 +63,15 @@ class DeterministicModeNotEnabled(ProjectRule):
     deterministic implementation then raise on CUDA (see TDL202), and before
     torch 2.10 cuBLAS needs `CUBLAS_WORKSPACE_CONFIG` (TDL303).
 
+    When the main block only hands the work to a job that runs in a process
+    of its own (a submitit executor's `submit(trainer)` or `submit(fn)`: a
+    SLURM job unpickles the object and runs it, never the main block), the
+    line goes at the top of what the job runs (`Trainer.__call__`, `fn`),
+    after its docstring; when that is defined in another file, no fix is
+    offered and the message names it. A thread pool's `submit` runs in this
+    process: the main block keeps the line. Lines inserted at the top of a
+    block go after the block's leading string, never above it.
+
     So the fix is withheld where the entry point reaches such an operation
     (one TDL202 reports in the profile in force, e.g. a bicubic
     `F.interpolate` in training on CUDA; the 3-d cross-entropy losses in
@@ -182,6 +191,10 @@ class DeterministicModeNotEnabled(ProjectRule):
                     "so enabling the flag would stop the run there"
                 )
             insertion = Insertion(project, entry, ["cuda"])
+            if insertion.elsewhere is not None and not raising:
+                message += f"; no fix offered: enable it at the start of {insertion.elsewhere}"
+            elif insertion.names is not None and entry.spawn is None:
+                where = "at the start of the function the job runs, in its own process"
             fix = None
             if insertion.valid and not raising:
                 torch = insertion.module("torch")

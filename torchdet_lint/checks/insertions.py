@@ -59,10 +59,18 @@ class Insertion:
         self.edits: List[Edit] = []
         self.first_party = project.first_party
         self.names: Optional[List[str]] = None  # for a function's top: the names bound there
+        # Why no fix can be offered here, when the lines belong in another file.
+        self.elsewhere: Optional[str] = None
         if not self.valid:
             return
         if entry.spawn is not None:
             self._at_function_top(entry)
+            return
+        launched = project.launched(entry)
+        if launched:
+            # The main block only hands the work to a job (submitit): the job runs the launched
+            # function in a process of its own, without the main block's lines.
+            self._at_launched_top(launched[0])
             return
         # RULES.md "Fix TDL001-003": the main block's top, unless the file's own module-level code
         # draws (or does the work) before the main block runs. Draws by the module-level code of
@@ -90,6 +98,17 @@ class Insertion:
             # The module's imports and definitions are in place when the function runs.
             self.offset, self.indent, self.line, self.at_main = top.offset, top.indent, 1 << 30, True
             self.names = top.names
+
+    def _at_launched_top(self, node: Tuple[str, str]) -> None:
+        path, key = node
+        function = key.rpartition(".")[0] if key.endswith(".__call__") else key
+        top = self.summary.function_tops.get(key) if path == self.entry.path else None
+        self.valid = top is not None
+        if top is not None:
+            self.offset, self.indent, self.line, self.at_main = top.offset, top.indent, 1 << 30, True
+            self.names = top.names
+        else:
+            self.elsewhere = f"`{function}` ({path}), which the job runs in a process of its own"
 
     def module(self, module: str) -> Optional[str]:
         """The name to use for a module, adding `import module` when needed."""

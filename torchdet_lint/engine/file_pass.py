@@ -52,6 +52,8 @@ RELEVANT_WORDS = (
     # `multiprocessing` starts a spawned entry point, reported at its `Process(...)`.
     "multiprocessing",
     "ProcessPool",
+    # A launcher that hands the training to a job (submitit) holds that job's fixes.
+    "submitit",
     # Objects built from names (hydra, hyperpyyaml, dnnlib, importlib, jsonargparse): a launcher
     # that only instantiates a configured trainer mentions no torch word, and its reach is
     # what the run does.

@@ -76,7 +76,15 @@ from torchdet_lint.model.named import (
     TEST_RUNNERS,
     dotted_literal,
 )
-from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
+from torchdet_lint.model.processes import (
+    FORK,
+    LAUNCHERS,
+    POOL_METHODS,
+    PROCESS_CLASSES,
+    REMOTE_EXECUTORS,
+    process_start,
+    sets_spawn_start,
+)
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
     LAMBDA_KEY,
@@ -346,6 +354,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             else:
                 self.summary.signatures[name] = _signature(node)
                 self.function_nodes[name] = node
+            if class_name:
+                self.function_nodes[key] = node  # a launched object's `__call__` gets its fixes at its top
                 self._decorators(node)
             self.summary.function(key)
             self.keys.append((key, class_name, set(), self._annotated_parameters(node)))
@@ -725,6 +735,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         function.reference_callees.setdefault(reference, callee_target)
             if runs_arguments and type(value) in (cst.Name, cst.Attribute, cst.Call):
                 self._runs_object(value, function, seen)
+        if attribute == "submit":
+            self._remote_launch(node, function)
             if qualified in COMMAND_RUNNERS:
                 for member in self._commands(value):
                     function.add_call(member, seen)
@@ -1027,6 +1039,29 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for made in self._receiver_makers(value):
             function.add_call(f"{made}.__call__", seen)
 
+    def _remote_launch(self, node: cst.Call, function: FunctionSummary) -> None:
+        """`executor.submit(trainer)` on a submitit executor: the job runs `trainer.__call__` (or the
+        function handed over) in a process of its own, where the run's fixes belong."""
+        value = arg_value(node, "fn", 0)
+        if value is None or not self._remote_executor(node.func.value):
+            return
+        target = self._target(value) if type(value) in (cst.Name, cst.Attribute) else None
+        launched = [target] if target is not None and self._first_party(target) else []
+        if not launched:
+            launched = [f"{made}.__call__" for made in self._receiver_makers(value)]
+        for target in launched:
+            if target not in function.launches:
+                function.launches.append(target)
+
+    def _remote_executor(self, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+        if type(receiver) is cst.Call:
+            return self.context.call_name(receiver) in REMOTE_EXECUTORS
+        if type(receiver) is not cst.Name or depth > 2:
+            return False
+        return any(
+            value is not None and self._remote_executor(value, depth + 1) for value in self.context.scopes.values(receiver.value)
+        )
+
     def _process_start(self, node: cst.Call, qualified: Optional[str], index: int) -> Optional[cst.BaseExpression]:
         """Record a function started in a new process; return the argument that names it."""
         started = process_start(node, qualified, self.context.qualified_name, self.context.scopes)
@@ -1328,7 +1363,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     summary.spans = function_spans(tree)
         if self.loader_calls:
             self._loader_sites()
-        if self.spawn_calls:
+        if self.spawn_calls or any(function.launches for function in summary.functions.values()):
             self._spawn_sites()
 
     def _dispatch(self) -> None:
@@ -1358,9 +1393,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             spawn.column, spawn.end_column = column + 1, end_column + 1
             spawn.start_offset, spawn.end_offset = context.node_offsets(node)
         module_names = sorted(set(self.module_defs) | set(self.resolver.module_final))
-        for _, spawn in self.spawn_calls:
-            name = spawn.target[1:]
-            node = self.function_nodes.get(name) if spawn.target.startswith(".") else None
+        started = [spawn.target for _, spawn in self.spawn_calls]
+        started += [target for function in self.summary.functions.values() for target in function.launches]
+        for target in started:
+            name = target[1:]
+            node = self.function_nodes.get(name) if target.startswith(".") else None
             if node is None or name in self.summary.function_tops or type(node.body) is not cst.IndentedBlock:
                 continue
             # The lines go after the docstring and the `global` declarations.

@@ -28,6 +28,9 @@ LAUNCHERS = {
     "torch.multiprocessing.spawn.start_processes": ("fn", 0),
     "torch.distributed.elastic.multiprocessing.start_processes": ("entrypoint", 1),
 }
+# Executors that run what they are handed as a job of its own (a SLURM job, a local subprocess):
+# the training process is the job, so its seeds and flags belong at the top of what runs there.
+REMOTE_EXECUTORS = frozenset({"submitit.AutoExecutor", "submitit.SlurmExecutor", "submitit.LocalExecutor"})
 PROCESS_CLASSES = frozenset({"multiprocessing.Process", "multiprocessing.context.Process", "torch.multiprocessing.Process"})
 POOL_CLASSES = frozenset({"multiprocessing.Pool", "multiprocessing.pool.Pool", "torch.multiprocessing.Pool"})
 EXECUTORS = frozenset({"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"})

@@ -922,6 +922,16 @@ class Project:
             f"{self.where(supplier)}, which {what}, is reached by no path it could follow"
         )
 
+    def launched(self, entry: EntryPoint) -> List[Node]:
+        """The functions an entry point's own code hands to an executor that runs them as a job of
+        their own (submitit): the training process is the job's."""
+        found: List[Node] = []
+        for key in (MAIN_KEY, MODULE_KEY) if entry.spawn is None else ():
+            function = entry.summary.functions.get(key)
+            for target in function.launches if function is not None else ():
+                found.extend(node for node in self.resolve(entry.path, target) if node not in found)
+        return found
+
     def optional_seed(self, guard: str) -> bool:
         """Whether a seeding's guard tests a seed option that defaults to None (`args.seed is not
         None`, `cfg.seed`): the seeding runs only when the option is given."""

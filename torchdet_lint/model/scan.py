@@ -129,6 +129,8 @@ def ast_anchors(tree: ast.Module, text: str, summary: FileSummary) -> None:
         if _is_main_guard(statement):
             summary.main_guard_line = statement.lineno
             first = statement.body[0]
+            if _is_string_statement(first) and len(statement.body) > 1:
+                first = statement.body[1]  # inserted lines go after a block's leading string, never above it
             first_line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
             if first_line > statement.lineno:
                 line_text = text[offset(first_line) : offset(first_line) + 200]
@@ -610,6 +612,12 @@ class _AstScanner:
                         registry = "." + func.value.id  # the registry's own module
                     if registry:
                         function.add_call(f"{registry}{REGISTRY_MEMBER}", seen)
+
+
+def _is_string_statement(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
+    )
 
 
 def _unwrap_self_returning(node: ast.expr) -> ast.expr:

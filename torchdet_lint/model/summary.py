@@ -86,6 +86,9 @@ class FunctionSummary:
     # The first call that trains (`.backward()`, `torch.autograd.grad`, `trainer.fit(...)`): a run
     # that reaches none runs no backward pass.
     trains: Optional[Site] = None
+    # Functions (or `Class.__call__`) handed to an executor that runs them in a job of their own
+    # (submitit): the training process starts there, and so do its fixes.
+    launches: List[str] = field(default_factory=list)
     # Construction or dispatch sites whose target the analysis cannot resolve (a class named by a
     # string from configuration, `cfg.build()` on a value of unknown class): what lies behind them
     # is unknown, so a "never" conclusion is not one.

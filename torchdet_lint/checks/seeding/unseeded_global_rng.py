@@ -193,6 +193,12 @@ _FIX_SAFETY = """
     the first cell's `sys.path.append(REPO)`): otherwise the fix writes the
     plain seeding calls.
 
+    When the main block only hands the work to a job that runs in a process
+    of its own (a submitit executor's `submit`), the lines go at the top of
+    what the job runs (the submitted function, or the object's `__call__`),
+    after its docstring, when it is defined in the same file; a main block
+    that starts with a string gets the lines after that string.
+
     For a function started in a new process, the lines go at the top of its
     body, seeded from the parent's own seed expression when the names it uses
     are bound there (`args.seed` for a worker that receives `args`, under the
