@@ -312,7 +312,7 @@ def test_tdl201_stays_without_entry_points_and_goes_with_an_enabling_one() -> No
     config = {"profile": "strict"}
     library = {"layers.py": CONV}
     assert [d.code for d in lint_sources(library, config, select=["TDL201"])] == ["TDL201"]
-    not_enabling = dict(library, **{"train.py": "from layers import layer\n\nif __name__ == '__main__':\n    layer()\n"})
+    not_enabling = dict(library, **{"train.py": "from layers import layer\n\nif __name__ == '__main__':\n    layer().cuda()\n"})
     assert [d.code for d in lint_sources(not_enabling, config, select=["TDL201"])] == ["TDL201"]
     enabling = dict(
         library,
@@ -332,9 +332,9 @@ def test_one_enabling_entry_point_silences_tdl201_project_wide() -> None:
         "layers.py": CONV,
         "train.py": (
             "import torch\nfrom layers import layer\n\nif __name__ == '__main__':\n"
-            "    torch.use_deterministic_algorithms(True)\n    layer()\n"
+            "    torch.use_deterministic_algorithms(True)\n    layer().cuda()\n"
         ),
-        "probe.py": "import torch\n\nif __name__ == '__main__':\n    torch.nn.Conv2d(3, 8, 3)\n",
+        "probe.py": "import torch\n\nif __name__ == '__main__':\n    torch.nn.Conv2d(3, 8, 3).cuda()\n",
     }
     assert lint_sources(sources, {"profile": "strict"}, select=["TDL201"]) == []
     sources["train.py"] = sources["train.py"].replace("    torch.use_deterministic_algorithms(True)\n", "")
@@ -356,7 +356,7 @@ def test_tdl302_lists_at_most_five_operations_with_locations() -> None:
 
 
 def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
-    ops = "import torch.nn.functional as F\n\n\ndef up(x):\n    return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+    ops = "import torch.nn.functional as F\n\n\ndef up(x):\n    return F.interpolate(x.cuda(), scale_factor=2, mode='bilinear')\n"
     helper = "import torch\n\n\ndef deterministic():\n    torch.use_deterministic_algorithms(True)\n"
     unprotected = {
         "ops.py": ops,

@@ -179,7 +179,9 @@ def test_third_party_kernels_reached_through_a_helper_module(tmp_path: Path) -> 
         encoding="utf-8",
     )
     (tmp_path / "train.py").write_text(
-        "from attention import attend\n\nif __name__ == '__main__':\n    attend(1, 2, 3).sum().backward()\n", encoding="utf-8"
+        "import torch\n\nfrom attention import attend\n\nif __name__ == '__main__':\n"
+        "    q = torch.ones(2).cuda()\n    attend(q, q, q).sum().backward()\n",
+        encoding="utf-8",
     )
     (tmp_path / "serve.py").write_text(
         "from attention import attend_deterministically\n\nif __name__ == '__main__':\n    attend_deterministically(1, 2, 3)\n",

@@ -106,7 +106,11 @@ class DeterministicModeNotEnabled(ProjectRule):
     `scatter_add_`, ...). The same holds for the operations that withhold the
     fix: one that raises only in its backward pass stops only a run that
     trains. A run whose reach passes through code the analysis cannot follow
-    (a class named by a string from configuration) is taken to train.
+    (a class named by a string from configuration) is taken to train. In the
+    same way, a run that never leaves the CPU (no CUDA work, and no move to a
+    device that is not visibly the CPU: `.to(device)`, `device=...`,
+    `device_map=`, DDP, Accelerate, a Lightning or Transformers trainer) is
+    judged by the operations whose condition holds on the CPU.
 
     ## Known problems
     A device handed in as a parameter (`def train(model, device)`) is not
@@ -155,8 +159,8 @@ class DeterministicModeNotEnabled(ProjectRule):
             reach = project.entry_reach(entry)
             if "deterministic" in reach.covers:
                 continue
-            trains = project.trains(entry)
-            cuda, ops = reach.governed(trains)
+            trains, on_cuda = project.trains(entry), project.uses_cuda(entry)
+            cuda, ops = reach.governed(trains, on_cuda)
             if not (cuda or ops):
                 continue
             found = sorted(ops + cuda, key=lambda item: (item.path, item.site.line))[:5]
@@ -182,7 +186,7 @@ class DeterministicModeNotEnabled(ProjectRule):
                 if cudnn is not None and project.parent_only(entry, "deterministic") is None:
                     message += f"; {cudnn.site.text} at {project.where(cudnn)} runs in the parent only"
                 where = f"at the start of `{entry.spawn.function}`, in the new process"
-            raising = _raising(project, reach, trains)
+            raising = _raising(project, reach, trains, on_cuda)
             if raising:
                 first = raising[0]
                 more = f" (and {len(raising) - 1} more)" if len(raising) > 1 else ""
@@ -203,9 +207,15 @@ class DeterministicModeNotEnabled(ProjectRule):
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
 
 
-def _raising(project: Project, reach: Reach, trains: bool) -> List[Located]:
+def _raising(project: Project, reach: Reach, trains: bool, on_cuda: bool) -> List[Located]:
     """The reached operations that raise under the flag, as TDL202 reports them in the profile in
-    force (those that raise only in a backward pass, only in a run that trains)."""
+    force (those that raise only in a backward pass, only in a run that trains; those that raise
+    only on CUDA, only in a run that may use it)."""
     profiles = (RAISING_ALWAYS, RAISING_STRICT) if project.settings.profile == "strict" else (RAISING_ALWAYS,)
-    found = [item for profile in profiles for item in reach.raising.get(profile, []) if trains or not item.site.backward]
+    found = [
+        item
+        for profile in profiles
+        for item in reach.raising.get(profile, [])
+        if (trains or not item.site.backward) and (on_cuda or not item.site.cuda_only)
+    ]
     return sorted(found, key=lambda item: (item.path, item.site.line))

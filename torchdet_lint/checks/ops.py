@@ -23,7 +23,7 @@ from torchdet_lint.core.catalog import (
     load_catalog,
     version_text,
 )
-from torchdet_lint.core.diagnostics import KEPT_IF_TRAINING, SILENCED_BY_FLAG
+from torchdet_lint.core.diagnostics import KEPT_IF_CUDA, KEPT_IF_TRAINING, SILENCED_BY_FLAG
 from torchdet_lint.core.names import find_arg, literal
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations, match_third_party
 from torchdet_lint.core.rule import Rule
@@ -121,8 +121,14 @@ class _AutogradAware(Rule):
         return None
 
     def extra_for(self, node: cst.Call) -> Optional[dict]:
-        """A finding whose condition holds only in a backward pass stands only where a run trains."""
-        return {KEPT_IF_TRAINING: True} if self.message_for(node, True) is None else None
+        """A finding whose condition holds only in a backward pass stands only where a run trains;
+        one whose condition needs CUDA, only where a run may use it (the project phase decides)."""
+        extra = {}
+        if self.message_for(node, True) is None:
+            extra[KEPT_IF_TRAINING] = True
+        if all(match.cuda_only for match in match_operations(self.context, node)):
+            extra[KEPT_IF_CUDA] = True
+        return extra or None
 
     def decided(self) -> List[Tuple[cst.CSTNode, str]]:
         scopes = self.context.scopes
@@ -455,6 +461,14 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     trained). A bicubic `interpolate` reached only by an evaluation script is
     not reported; the same holds for TDL201 and for the third-party kernels
     of TDL203 whose nondeterminism is in their backward pass.
+
+    A condition on a CUDA device needs a run that may use one. An unknown
+    device is still taken for CUDA, but a run that reaches no CUDA work and
+    never moves anything to a device that is not visibly the CPU (no
+    `.cuda()`, no `.to(device)`, no `device=`/`device_map=`/`map_location=`
+    other than `"cpu"`, no DDP, Accelerate, Lightning or Transformers trainer,
+    nothing it cannot follow) computes on the CPU, PyTorch's default device:
+    a CUDA-only finding reached only by such runs is not reported.
 
     CPU tensors (RULES.md, "Catalog and evidence"): what
     `torch.load(..., map_location="cpu")` reads (also with

@@ -34,6 +34,9 @@ KEPT_IF_FIRST_PARTY_DRAWS = "kept_if_first_party_draws"
 # stands only where a run that reaches it trains, or where no run reaches it (library code); the
 # project phase decides.
 KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
+# Diagnostic.extra key (TDL201-203): the operation's condition needs a CUDA device, so the finding
+# stands only where a reaching run may use one (or no run reaches it).
+KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
 DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 

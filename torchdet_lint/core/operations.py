@@ -57,6 +57,7 @@ class OperationMatch:
     version: str = ""  # the version the behaviour is read at: "torch 2.13", "torchvision 0.18"
     via: str = ""  # a third-party function that behaves as this torch operation does
     module_form: bool = False  # a module's constructor: it runs (and its backward) where the module is called
+    cuda_only: bool = False  # the condition needs a CUDA device: a run that never leaves the CPU cannot meet it
 
 
 @dataclass(frozen=True)
@@ -438,6 +439,7 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
         version=_version_phrase(operation, context),
         via=operation.via,
         module_form=entry.as_module,
+        cuda_only=case.device.startswith("CUDA"),
     )
 
 

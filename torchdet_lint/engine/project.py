@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from torchdet_lint.checks import project_rule_classes
 from torchdet_lint.core.diagnostics import (
     DRAW_PLACEHOLDER,
+    KEPT_IF_CUDA,
     KEPT_IF_FIRST_PARTY_DRAWS,
     KEPT_IF_TRAINING,
     SILENCED_BY_FLAG,
@@ -103,7 +104,7 @@ def project_phase(
     has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in r.diagnostics)
     has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
     has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
-    has_backward_only = any(d.extra.get(KEPT_IF_TRAINING) for r in results for d in r.diagnostics)
+    has_backward_only = any(d.extra.get(KEPT_IF_TRAINING) or d.extra.get(KEPT_IF_CUDA) for r in results for d in r.diagnostics)
     if not (
         rules
         or has_flag_findings
@@ -116,9 +117,10 @@ def project_phase(
         return [], None
     project = build_project(results, files, options, context)
     if has_backward_only:
-        # A condition that needs a backward pass cannot happen in runs that never train.
+        # A condition that needs a backward pass cannot happen in runs that never train, nor a
+        # CUDA-only one in runs that never leave the CPU.
         for result in results:
-            result.diagnostics = [d for d in result.diagnostics if not d.extra.get(KEPT_IF_TRAINING) or _trained(project, d)]
+            result.diagnostics = [d for d in result.diagnostics if _condition_can_hold(project, d)]
     if has_flag_findings and project.deterministic_mode_enabled():
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]
@@ -193,8 +195,11 @@ def _analysed_line(project: Project, diagnostic: Diagnostic) -> int:
     return diagnostic.line
 
 
-def _trained(project: Project, diagnostic: Diagnostic) -> bool:
-    return project.trained_where_reached(diagnostic.path, _analysed_line(project, diagnostic))
+def _condition_can_hold(project: Project, diagnostic: Diagnostic) -> bool:
+    backward, cuda = bool(diagnostic.extra.get(KEPT_IF_TRAINING)), bool(diagnostic.extra.get(KEPT_IF_CUDA))
+    if not (backward or cuda):
+        return True
+    return project.condition_can_hold(diagnostic.path, _analysed_line(project, diagnostic), backward, cuda)
 
 
 def _silenced_in_reach(project: Project, diagnostic: Diagnostic) -> bool:

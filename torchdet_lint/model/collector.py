@@ -31,6 +31,8 @@ from torchdet_lint.model.facts import (
     CONTAINERS,
     CONVOLUTION_RE,
     DATA_LOADING,
+    DEVICE_CALLS,
+    DEVICE_KEYWORDS,
     LAMBDA_CALLERS,
     LIGHTNING_CLI,
     LIGHTNING_LOADER_HOOKS,
@@ -354,9 +356,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             else:
                 self.summary.signatures[name] = _signature(node)
                 self.function_nodes[name] = node
+                self._decorators(node)
             if class_name:
                 self.function_nodes[key] = node  # a launched object's `__call__` gets its fixes at its top
-                self._decorators(node)
             self.summary.function(key)
             self.keys.append((key, class_name, set(), self._annotated_parameters(node)))
             returned = self._annotation_target(node.returns.annotation) if node.returns is not None else None
@@ -735,13 +737,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         function.reference_callees.setdefault(reference, callee_target)
             if runs_arguments and type(value) in (cst.Name, cst.Attribute, cst.Call):
                 self._runs_object(value, function, seen)
-        if attribute == "submit":
-            self._remote_launch(node, function)
             if qualified in COMMAND_RUNNERS:
                 for member in self._commands(value):
                     function.add_call(member, seen)
             if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):
                 self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
+        if attribute == "submit":
+            self._remote_launch(node, function)
         for instance_call in self._instance_calls(func, qualified):
             function.add_call(instance_call, seen)
         if attribute is not None and qualified is None and attribute not in COMMON_METHODS:
@@ -805,6 +807,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._cuda(function, site(f"`.to({_short(self.context.module.code_for_node(device))})`"))
         elif qualified is not None and qualified.startswith("torch.cuda.") and is_cuda_work(qualified):
             self._cuda(function, site(f"`{_spelling(func)}(...)`"))
+        if function.moves is None and self._may_move(node, qualified, attribute):
+            function.moves = site(f"`{_spelling(func)}(...)`")
         # convolutions and explicit cuDNN benchmark choices (TDL406)
         if qualified is not None:
             if CONVOLUTION_RE.match(qualified):
@@ -813,17 +817,17 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 function.add_cover("cudnn-benchmark", site(f"`{_spelling(func)}(benchmark=...)`"))
         # catalog operations (TDL302), from the ops family when it is installed
         if self.context.imports_torch:
-            if len(function.ops) < 2 * MAX_SITES:
+            if len(function.ops) < 4 * MAX_SITES:
                 for match in match_operations(self.context, node):
                     identity = self.context.scopes.bound_calls.get(id(node))
+                    found = site(f"`{match.name}`")
+                    found.cuda_only = match.cuda_only
                     if identity is not None and backward_only_module(self.context, node):
                         # Counted at the end, unless every call of the module is without gradient.
-                        self.bound_modules.append((function, site(f"`{match.name}`"), identity))
+                        self.bound_modules.append((function, found, identity))
                     else:
                         # Evidence only in a run that trains when no forward condition holds.
-                        _add_op(
-                            function.ops, site(f"`{match.name}`"), not match_operations(self.context, node, assume_no_grad=True)
-                        )
+                        _add_op(function.ops, found, not match_operations(self.context, node, assume_no_grad=True))
                     break
             self._raising(node, function, index)
         # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
@@ -1199,7 +1203,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def _add_raising(self, function: FunctionSummary, index: int, match: OperationMatch, backward: bool) -> None:
         verb = "raises" if match.certain else "may raise"
-        site = self._located(Site(0, f"`{match.name}` {verb}", backward=backward), "call", index)
+        site = self._located(Site(0, f"`{match.name}` {verb}", backward=backward, cuda_only=match.cuda_only), "call", index)
         function.add_raising(RAISING_STRICT if match.strict_only else RAISING_ALWAYS, site)
 
     def _decide_raising(self) -> None:
@@ -1232,6 +1236,44 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         else:
             return False
         return any(value is not None and self._cuda_device(value, depth + 1) for value in values)
+
+    def _may_move(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str]) -> bool:
+        """Whether a call may put work on an accelerator: `.to(x)` or `device=x` with a device
+        that is not visibly the CPU, `accelerator.prepare(...)`, DDP, a library trainer."""
+        if qualified in DEVICE_CALLS:
+            backend = literal(arg_value(node, "backend", 0)) if qualified == "torch.distributed.init_process_group" else None
+            return backend != "gloo"
+        if qualified is None and attribute in ("cuda", "prepare"):
+            return True
+        if qualified is None and attribute == "to":
+            if any(arg.keyword is None and self._not_cpu(arg.value, dtype_ok=True) for arg in node.args):
+                return True
+        return any(
+            arg.keyword is not None and arg.keyword.value in DEVICE_KEYWORDS and self._not_cpu(arg.value) for arg in node.args
+        )
+
+    def _not_cpu(self, value: cst.BaseExpression, dtype_ok: bool = False, depth: int = 0) -> bool:
+        """A device argument that may name an accelerator: not the literal CPU (`"cpu"`,
+        `torch.device("cpu")`), not `None`, and, for `.to(...)`, not a dtype (`torch.float16`)."""
+        kind = type(value)
+        if kind is cst.Integer:
+            return True  # `device=0`: a GPU index
+        text = literal(value)
+        if isinstance(text, str):
+            return not text.startswith("cpu")
+        if text is not NOT_LITERAL:
+            return False  # None, a bool
+        if kind is cst.Call and self.context.call_name(value) == "torch.device":
+            inner = arg_value(value, "type", 0)
+            return inner is None or self._not_cpu(inner, depth=depth + 1)
+        qualified = self.context.qualified_name(value) if kind in (cst.Name, cst.Attribute) else None
+        if qualified is not None and qualified.startswith("torch.") and dtype_ok:
+            return False  # `torch.float16`, `torch.long`: a dtype
+        if kind is cst.Name and depth < 2:
+            values = self.context.scopes.values(value.value, module_too=True)
+            if values and all(v is not None for v in values):
+                return any(self._not_cpu(v, dtype_ok, depth + 1) for v in values)
+        return True
 
     def _cuda(self, function: FunctionSummary, site: Site) -> None:
         if len(function.cuda) < MAX_SITES:
@@ -1476,7 +1518,7 @@ def _add_op(ops: List[Site], site: Site, backward: bool) -> None:
     """A catalog operation, kept while fewer than `MAX_SITES` of its kind (forward or backward-only)
     are: a run that never trains still needs its forward ones named."""
     site.backward = backward
-    if sum(1 for s in ops if s.backward == backward) < MAX_SITES:
+    if sum(1 for s in ops if s.backward == backward and s.cuda_only == site.cuda_only) < MAX_SITES:
         ops.append(site)
 
 

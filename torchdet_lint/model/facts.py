@@ -217,6 +217,27 @@ TRAINING_LOOPS = {
     "trl.RewardTrainer": frozenset({"train"}),
     "trl.GRPOTrainer": frozenset({"train"}),
 }
+# Calls that may put the run's work on an accelerator without naming CUDA (the device comes from
+# configuration, or the library picks it): a run that reaches none of these and no CUDA work
+# stays on the CPU.
+DEVICE_CALLS = frozenset(
+    {
+        "torch.set_default_device",
+        "torch.set_default_tensor_type",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.DataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.init_process_group",
+        "accelerate.Accelerator",
+        "lightning.fabric.Fabric",
+        "lightning.pytorch.Trainer",
+        "lightning.pytorch.cli.LightningCLI",
+        "transformers.Trainer",
+        "transformers.Seq2SeqTrainer",
+        "transformers.pipeline",
+    }
+)
+DEVICE_KEYWORDS = frozenset({"device", "device_map", "device_ids", "map_location"})
 # `LightningCLI(...)` runs `fit` itself unless `run=False` (its default subcommand with `run=True`).
 LIGHTNING_CLI = "lightning.pytorch.cli.LightningCLI"
 # What `seed_everything(workers=True)` covers in the seeding facts (rules/seed_helpers.toml).

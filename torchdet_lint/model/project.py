@@ -62,15 +62,16 @@ class Reach:
     loading: List[Located] = field(default_factory=list)  # DataLoaders, random samplers and splits
     spawns: List[Tuple[str, Spawn]] = field(default_factory=list)  # (file, process start): the processes it starts
     trains: List[Located] = field(default_factory=list)  # calls that run a backward pass (the first few)
+    moves: List[Located] = field(default_factory=list)  # calls that may put work on an accelerator
     unresolved: List[Located] = field(default_factory=list)  # sites whose target is unknown (an open world)
 
-    def governed(self, trains: bool) -> Tuple[List[Located], List[Located]]:
+    def governed(self, trains: bool, cuda: bool = True) -> Tuple[List[Located], List[Located]]:
         """(CUDA work, catalog operations) that make deterministic mode matter: in a run that never
         trains, only operations whose condition holds in a forward pass (CUDA work alone, an
-        `nn.Embedding` or a bilinear `interpolate` change nothing there)."""
-        if trains:
-            return self.cuda, self.ops
-        return [], [item for item in self.ops if not item.site.backward]
+        `nn.Embedding` or a bilinear `interpolate` change nothing there); in a run that never
+        leaves the CPU, only operations whose condition holds there."""
+        ops = [item for item in self.ops if (trains or not item.site.backward) and (cuda or not item.site.cuda_only)]
+        return (self.cuda if trains else []), ops
 
     def merge(self, other: "Reach") -> None:
         for kind, sites in other.draws.items():
@@ -84,6 +85,7 @@ class Reach:
             _extend_by_phase(self.raising.setdefault(profile, []), sites)
         _extend(self.loading, other.loading)
         _extend(self.trains, other.trains)
+        _extend(self.moves, other.moves)
         _extend(self.unresolved, other.unresolved)
         for spawn in other.spawns:
             if spawn not in self.spawns:
@@ -91,12 +93,13 @@ class Reach:
 
 
 def _extend_by_phase(mine: List[Located], more: Iterable[Located]) -> None:
-    """As `_extend`, with room for `MAX_SITES` of each phase: the forward operations a run that
-    never trains is judged by are not crowded out by backward-only ones."""
-    for phase in (False, True):
-        kept = [item for item in mine if item.site.backward == phase]
-        _extend(kept, (item for item in more if item.site.backward == phase))
-        mine[:] = [item for item in mine if item.site.backward != phase] + kept
+    """As `_extend`, with room for `MAX_SITES` of each kind (backward-only or not, CUDA-only or
+    not): the operations a run that never trains, or never leaves the CPU, is judged by are not
+    crowded out by the others."""
+    for kind in ((False, False), (False, True), (True, False), (True, True)):
+        kept = [item for item in mine if (item.site.backward, item.site.cuda_only) == kind]
+        _extend(kept, (item for item in more if (item.site.backward, item.site.cuda_only) == kind))
+        mine[:] = [item for item in mine if (item.site.backward, item.site.cuda_only) != kind] + kept
 
 
 def _extend(mine: List[Located], more: Iterable[Located]) -> None:
@@ -169,7 +172,8 @@ class Project:
         self._spawn_start: Optional[Tuple[Set[str], Set[Node]]] = None
         self._registered: Optional[Dict[Tuple[str, str], List[Node]]] = None
         self._imported: Optional[Set[str]] = None
-        self._training_nodes: Optional[Tuple[Set[Node], Set[Node]]] = None
+        # (needs a backward pass, needs CUDA) -> the nodes of the runs that may meet such a condition.
+        self._condition_nodes: Dict[Tuple[bool, bool], Set[Node]] = {}
         self._suppliers: Optional[Dict[str, List[Tuple[Node, Located]]]] = None
         self._optional_seeds: Optional[Set[str]] = None
         # The project's YAML configs (found on first need: only runs with config-built objects read them).
@@ -764,6 +768,7 @@ class Project:
         own.raising = {profile: [Located(display, s) for s in sites] for profile, sites in function.raising.items()}
         own.loading = [Located(display, s) for s in function.loading]
         own.trains = [Located(display, function.trains)] if function.trains is not None else []
+        own.moves = [Located(display, function.moves)] if function.moves is not None else []
         own.unresolved = [Located(display, s) for s in function.unresolved if self.still_unresolved(display, s)]
         own.spawns = [(display, spawn) for spawn in function.spawns if self.is_boundary(node, spawn)]
         return own
@@ -885,6 +890,14 @@ class Project:
     def incomplete(self, entry: EntryPoint) -> bool:
         return bool(self.unresolved(entry))
 
+    def uses_cuda(self, entry: EntryPoint) -> bool:
+        """Whether the run may put work on an accelerator: it reaches CUDA work, a device move to
+        a device that is not visibly the CPU, a library that picks the device (DDP, Accelerate, a
+        Lightning or Transformers trainer), or code the analysis cannot follow. A run with none of
+        these computes on the CPU, PyTorch's default device."""
+        reach = self.entry_reach(entry)
+        return bool(reach.cuda or reach.moves or reach.unresolved)
+
     def trains(self, entry: EntryPoint) -> bool:
         """Whether the run may run a backward pass: it reaches a call that trains, or it is
         incomplete (what it cannot see may train)."""
@@ -950,19 +963,23 @@ class Project:
             self._optional_seeds = {seed for summary in self.summaries.values() for seed in summary.optional_seeds}
         return name in self._optional_seeds
 
-    def trained_where_reached(self, display: str, line: int) -> bool:
-        """Whether a backward-only condition at `display:line` can happen: a run that reaches it
-        trains, or no run reaches it (library code, judged as if it were trained)."""
+    def condition_can_hold(self, display: str, line: int, backward: bool, cuda: bool) -> bool:
+        """Whether an operation's condition at `display:line` can hold in some run: one that reaches
+        it trains (for a condition in the backward pass) and may use CUDA (for a CUDA-only one); or
+        no run reaches it (library code, judged as if it ran so)."""
         if display not in self.summaries:
             return True
-        if self._training_nodes is None:
+        key = (backward, cuda)
+        if key not in self._condition_nodes:
             runs = self.runs
-            everything = _closure([start for entry in runs for start in self.entry_starts(entry)], self.edges)
-            trained = _closure([start for entry in runs if self.trains(entry) for start in self.entry_starts(entry)], self.edges)
-            self._training_nodes = (everything, trained)
-        everything, trained = self._training_nodes
+            if not self._condition_nodes:
+                self._condition_nodes[(False, False)] = _closure(
+                    [s for entry in runs for s in self.entry_starts(entry)], self.edges
+                )
+            wanted = [e for e in runs if (not backward or self.trains(e)) and (not cuda or self.uses_cuda(e))]
+            self._condition_nodes[key] = _closure([s for entry in wanted for s in self.entry_starts(entry)], self.edges)
         node = self.node_at(display, line)
-        return node not in everything or node in trained
+        return node not in self._condition_nodes[(False, False)] or node in self._condition_nodes[key]
 
     def deterministic_mode_enabled(self) -> bool:
         """RULES.md: one entry point that enables the flag silences TDL201 project-wide

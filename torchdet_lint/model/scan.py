@@ -12,7 +12,16 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from torchdet_lint.core.import_header import import_header
 from torchdet_lint.core.names import canonical
 from torchdet_lint.core.source import LineIndex, block_top_line
-from torchdet_lint.model.facts import BACKWARD_METHODS, COMMAND_RUNNERS, CONTAINERS, RUNNER_METHODS, RUNNERS, is_setup_call
+from torchdet_lint.model.facts import (
+    BACKWARD_METHODS,
+    COMMAND_RUNNERS,
+    CONTAINERS,
+    DEVICE_CALLS,
+    DEVICE_KEYWORDS,
+    RUNNER_METHODS,
+    RUNNERS,
+    is_setup_call,
+)
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
 from torchdet_lint.model.named import COMMAND_DECORATORS, SET_DEFAULTS, TEST_METHOD_PREFIXES, TEST_RUNNERS
 from torchdet_lint.model.summary import (
@@ -567,6 +576,8 @@ class _AstScanner:
                         self.summary.set_epoch.append(receiver)
                 if isinstance(child.func, ast.Attribute) and child.func.attr == "cuda" and len(function.cuda) < MAX_SITES:
                     function.cuda.append(Site(child.lineno, "`.cuda()`"))
+                if function.moves is None and _may_move(child, func, target):
+                    function.moves = Site(child.lineno, f"`{_ast_dotted(func) or '.' + getattr(func, 'attr', 'call')}(...)`")
                 if isinstance(func, ast.Attribute) and func.attr in BACKWARD_METHODS and target is None:
                     function.add_trains(Site(child.lineno, f"`{_ast_dotted(func) or '.' + func.attr}(...)`"))
                 runs_arguments = target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS)
@@ -612,6 +623,29 @@ class _AstScanner:
                         registry = "." + func.value.id  # the registry's own module
                     if registry:
                         function.add_call(f"{registry}{REGISTRY_MEMBER}", seen)
+
+
+def _may_move(call: ast.Call, func: ast.expr, target: Optional[str]) -> bool:
+    """As the collector reads it, cheaply: `.cuda()`, `.to(x)` or `device=x` where `x` is not the
+    literal CPU, `accelerator.prepare(...)`, a library that picks the device."""
+
+    def not_cpu(value: ast.expr) -> bool:
+        if isinstance(value, ast.Constant):
+            return (
+                isinstance(value.value, int)
+                and not isinstance(value.value, bool)
+                or (isinstance(value.value, str) and not value.value.startswith("cpu"))
+            )
+        dotted = _ast_dotted(value) or ""
+        return not dotted.startswith("torch.")  # `torch.float16`: a dtype
+
+    if target in DEVICE_CALLS:
+        return True
+    if isinstance(func, ast.Attribute) and target is None and func.attr in ("cuda", "prepare"):
+        return True
+    if isinstance(func, ast.Attribute) and func.attr == "to" and any(not_cpu(arg) for arg in call.args):
+        return True
+    return any(keyword.arg in DEVICE_KEYWORDS and not_cpu(keyword.value) for keyword in call.keywords)
 
 
 def _is_string_statement(statement: ast.stmt) -> bool:

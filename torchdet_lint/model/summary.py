@@ -37,6 +37,8 @@ class Site:
     # An operation whose catalog condition needs a backward pass (`nn.Embedding`, a bilinear
     # `interpolate`): evidence only in a run that trains.
     backward: bool = False
+    # An operation whose catalog condition needs a CUDA device: evidence only in a run that may use one.
+    cuda_only: bool = False
 
 
 @dataclass
@@ -86,6 +88,10 @@ class FunctionSummary:
     # The first call that trains (`.backward()`, `torch.autograd.grad`, `trainer.fit(...)`): a run
     # that reaches none runs no backward pass.
     trains: Optional[Site] = None
+    # The first place that may put work on an accelerator: a device move to a device that is not
+    # visibly the CPU (`.to(device)`, `device=args.device`), `accelerator.prepare`, DDP... A run
+    # that reaches none and no CUDA work runs on the CPU, where CUDA-only conditions cannot hold.
+    moves: Optional[Site] = None
     # Functions (or `Class.__call__`) handed to an executor that runs them in a job of their own
     # (submitit): the training process starts there, and so do its fixes.
     launches: List[str] = field(default_factory=list)
@@ -120,7 +126,7 @@ class FunctionSummary:
 
     def add_raising(self, profile: str, site: Site) -> None:
         sites = self.raising.setdefault(profile, [])
-        if sum(1 for s in sites if s.backward == site.backward) < MAX_SITES:
+        if sum(1 for s in sites if s.backward == site.backward and s.cuda_only == site.cuda_only) < MAX_SITES:
             sites.append(site)
 
     def add_trains(self, site: Site) -> None:

@@ -250,7 +250,7 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             return CheckResult(
                 OK, [Evidence(entry.path, entry.line, "config `assume-deterministic-mode`: enabled outside the code")]
             )
-        cuda, ops = reach.governed(project.trains(entry))
+        cuda, ops = reach.governed(project.trains(entry), project.uses_cuda(entry))
         if not findings.at_entry("TDL302", entry):  # `missing` exactly when check reports TDL302
             supplier = project.unreached_supplier(entry, "deterministic")
             if (cuda or ops) and supplier is not None:

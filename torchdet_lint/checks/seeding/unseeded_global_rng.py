@@ -156,7 +156,11 @@ class _UnseededGlobalRng(ProjectRule):
                 message += project.open_world_note(entry, supplier, f"seeds {RNG_WORDS[self.kind]}")
             if entry.spawn is not None:
                 message = spawned_message(project, entry, message, self.kind)
-            yield project.entry_diagnostic(entry, self.code, self.name, message, seeding_fix(project, entry, needed))
+            fix = seeding_fix(project, entry, needed)
+            elsewhere = Insertion(project, entry, needed).elsewhere if fix is None else None
+            if elsewhere is not None:
+                message += f"; no fix offered: seed at the start of {elsewhere}"
+            yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
 
     def message(self, project: Project, reach: Reach, draws) -> str:  # pragma: no cover - each rule says it its way
         raise NotImplementedError
