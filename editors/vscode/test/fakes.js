@@ -11,15 +11,19 @@ function script(file, body) {
   return file;
 }
 
-/** torchdet-lint claiming `version`; `rule CODE` prints a title, `rules` a one-row table. */
-function fakeTool(file, version) {
+/**
+ * torchdet-lint claiming `version`; `rule CODE` prints a title, `rules` a
+ * one-row table; `server` exits at once, or with `hangingServer` runs until killed.
+ */
+function fakeTool(file, version, { hangingServer = false } = {}) {
   return script(
     file,
     [
       'case "$1" in',
       `  --version) echo "torchdet-lint ${version}" ;;`,
-      '  rule) echo "# $2 documented" ;;',
+      `  rule) echo "# $2 documented by ${version}" ;;`,
       '  rules) echo "| TDL301 | \\`cudnn-benchmark-enabled\\` | yes | safe | benchmark |" ;;',
+      ...(hangingServer ? ["  server) exec sleep 60 ;;"] : []),
       "  *) exit 2 ;;",
       "esac",
       "",

@@ -41,10 +41,14 @@ describe("package.json", () => {
     assert.equal(manifest.engines.vscode, client.engines.vscode);
   });
 
-  it("starts on Python files and runs from its main module", () => {
-    assert.deepEqual(manifest.activationEvents, ["onLanguage:python"]);
-    assert.equal(manifest.main, "./src/extension.js");
-    assert.ok(manifest.dependencies["vscode-languageclient"]);
+  it("starts on Python files and Jupyter notebooks", () => {
+    assert.deepEqual(manifest.activationEvents, ["onLanguage:python", "onNotebook:jupyter-notebook"]);
+  });
+
+  it("has no run-time dependency: the language client is bundled into the main script", () => {
+    assert.equal(manifest.dependencies, undefined);
+    assert.ok(manifest.devDependencies["vscode-languageclient"]);
+    assert.equal(manifest.scripts["vscode:prepublish"], "node esbuild.js --minify");
   });
 });
 
