@@ -364,3 +364,26 @@ def test_round_trip_and_cell_edits(cells, indent) -> None:
         assert new_source == expected_source.splitlines(keepends=True)
         result["cells"][cell.number - 1]["source"] = original["cells"][cell.number - 1]["source"]
         assert result == original
+
+
+def test_report_rows_and_evidence_of_a_notebook_keep_their_cells(tmp_path: Path) -> None:
+    """The report places a notebook's row and evidence as `check` places its diagnostics: by
+    cell and cell line, never by line of the joined cells."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    cells = [
+        ("markdown", "# Training"),
+        ("code", "import torch\nfrom torch.utils.data import DataLoader"),
+        ("code", "torch.manual_seed(0)\nloader = DataLoader(list(range(8)), batch_size=2, shuffle=True)"),
+    ]
+    (tmp_path / "train.ipynb").write_text(_notebook(cells), encoding="utf-8")
+    [finding] = [d for d in lint_json("--select", "TDL101", "train.ipynb", cwd=tmp_path)]
+    assert (finding["cell"], finding["line"]) == (3, 2)
+    code, out, err = run_cli("report", "--output-format", "json", "train.ipynb", cwd=tmp_path)
+    assert code in (0, 1), err
+    [entry] = json.loads(out)["entry_points"]
+    assert (entry["path"], entry.get("cell"), entry["line"]) == ("train.ipynb", 2, 1)
+    loaders = entry["checks"]["dataloaders"]
+    assert loaders["status"] == "missing"
+    assert [(e["path"], e.get("cell"), e["line"]) for e in loaders["evidence"]] == [("train.ipynb", 3, 2)]
+    seeded = entry["checks"]["torch-seed"]
+    assert seeded["status"] == "ok" and (seeded["evidence"][0].get("cell"), seeded["evidence"][0]["line"]) == (3, 1)

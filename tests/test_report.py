@@ -75,6 +75,8 @@ def test_the_report_agrees_with_check_on_every_fixture_project(name, source, con
                 assert match, f"{name}: {check} cites {evidence}, which check does not report"
                 cited.add((evidence["path"], evidence["line"], finding_code))
         assert set(checks) == set(CHECKS)
+        for check, result in checks.items():
+            _assert_status_explained(name, entry, check, result, diagnostics)
     # Every finding of those codes is cited by an entry point that reaches it, unless none does.
     reaching = _reaching_entry_points(tmp_path, config)
     for d in diagnostics:
@@ -84,6 +86,28 @@ def test_the_report_agrees_with_check_on_every_fixture_project(name, source, con
     passing = ("ok", "not-needed", "ignored")
     expected_exit = 0 if all(all(c["status"] in passing for c in e["checks"].values()) for e in entries) else 1
     assert code == expected_exit
+
+
+def _assert_status_explained(name: str, entry: dict, check: str, result: dict, diagnostics: List[dict]) -> None:
+    """What each status says must hold in the evidence it shows: `unknown` names a site the
+    analysis cannot follow, `ignored` a deselection or suppression, `opt-in` the guard or the
+    drawn seed; `ok`, `not-needed`, `ignored`, `unknown` and `opt-in` are never reported by
+    check (that is `missing`, asserted above)."""
+    messages = " ".join(e["message"] for e in result["evidence"])
+    status = result["status"]
+    where = (name, entry["path"], check, messages)
+    if status == "unknown":
+        assert "cannot follow" in messages, where
+    elif status == "ignored":
+        assert "deselected" in messages or "suppressed" in messages, where
+    elif status == "opt-in":
+        assert "runs only under `if " in messages or "TDL007" in messages, where
+    if check in SEED_CHECKS and status in ("ok", "opt-in"):
+        # A seed the report names is a seeding call `check` sees: no TDL001-003 there.
+        code = SEED_CHECKS[check][0]
+        assert not any(d["code"] == code and d["path"] == entry["path"] and d["line"] == entry["line"] for d in diagnostics), (
+            where
+        )
 
 
 def _reaching_entry_points(root: Path, config: Dict[str, object]):
