@@ -50,9 +50,9 @@ from torchdet_lint.engine.config import (
     with_overrides,
 )
 from torchdet_lint.engine.discovery import SourceFile, display_path
-from torchdet_lint.engine.file_pass import RunOptions, check_text
+from torchdet_lint.engine.file_pass import RunOptions
 from torchdet_lint.engine.fixer import apply_fixes
-from torchdet_lint.engine.project import ProjectContext, run_project_rules
+from torchdet_lint.engine.project import ProjectContext
 from torchdet_lint.engine.runner import (
     first_party_names,
     forget_packages,
@@ -61,9 +61,9 @@ from torchdet_lint.engine.runner import (
     module_name_for,
     project_context,
     record_summary,
+    run,
     summary_options,
 )
-from torchdet_lint.engine.suppressions import apply_suppressions
 from torchdet_lint.engine.workspace import ProjectScope, Workspace, validated
 
 logger = logging.getLogger(__name__)
@@ -301,15 +301,8 @@ class TorchdetLanguageServer(LanguageServer):
             state = index.state_for(path)
             if state is None:
                 self.load_project(index, path)  # a sub-project of the folder: indexed, then linted again
-            else:
-                context = state.context
-                buffer.project = (
-                    state.options,
-                    ProjectContext(
-                        {d: s for d, s in context.summaries.items() if d != buffer.display},
-                        {d: p for d, p in context.paths.items() if d != buffer.display},
-                    ),
-                )
+            else:  # copied here: the index changes its dicts on this thread while a lint reads them on another
+                buffer.project = (state.options, ProjectContext(dict(state.context.summaries), dict(state.context.paths)))
         return buffer
 
     def lint_buffer(self, buffer: Buffer) -> Buffer:
@@ -359,12 +352,9 @@ class TorchdetLanguageServer(LanguageServer):
         else:
             options, context = make_options(self.settings_for(path), first_party_names([own_file])), None
         buffer.options = options
-        module_name, is_package = module_name_for(path)
-        result = check_text(buffer.text, buffer.display, options, module_name, is_package)
-        result.source = SourceText(buffer.text)
-        # First: the project phase may drop file findings (TDL201); it waits for the project's summaries.
-        project = run_project_rules([result], [own_file], options, context) if context is not None else []
-        return apply_suppressions(result.diagnostics, buffer.text, options.settings, path) + project
+        # The project phase waits for the project's summaries.
+        texts = {own_file.display: SourceText(buffer.text)}
+        return run([own_file], options, context=context, texts=texts, project=context is not None).diagnostics
 
     def schedule(self, uri: str, delay: float = 0.0) -> None:
         """Lint a document soon, in the worker thread, and publish the result; a newer
