@@ -323,18 +323,21 @@ def project_context(
     progress: bool = False,
     index: Optional[SummaryIndex] = None,
     pause: Optional[Callable[[], bool]] = None,
+    started: Optional[Callable[[ProjectContext], None]] = None,
 ) -> Tuple[ProjectContext, Optional[SummaryIndex]]:
     """The summaries of the project's files other than `skip`: fresh ones from the
     summary index, the rest computed (in parallel when asked) and added to it.
 
     With `pause`, the missing summaries are computed one at a time in this
     thread, calling `pause()` before each (a language server yields to buffer
-    lints there); when it returns False the work stops with what it has."""
+    lints there); when it returns False the work stops with what it has.
+    `started` is called with the context once it holds the fresh summaries;
+    the computed ones are added to that same context."""
     forget_packages()  # packages may have gained or lost an `__init__.py` since the last call
     if use_cache and index is None:
         index = SummaryIndex(scope.root, summary_fingerprint(options)).load()
-    summaries: Dict[str, object] = {}
-    paths: Dict[str, Path] = {}
+    context = ProjectContext()
+    summaries, paths = context.summaries, context.paths
     missing: List[SourceFile] = []
     for file in scope.files:
         if file.path in skip:
@@ -348,25 +351,35 @@ def project_context(
                     summaries[file.display] = summary
                 continue
         missing.append(file)
+    if started is not None:
+        started(context)
     if missing and pause is not None:
-        computed_files = []
+        computed = 0
         for file in missing:
             if not pause():
                 break
             module_name, is_package = module_name_for(file.path)
-            computed_files.append(lint_path(file.path, file.display, summary_options(options), module_name, is_package))
-        missing = missing[: len(computed_files)]
+            _add_summary(
+                context, index, scope, file, lint_path(file.path, file.display, summary_options(options), module_name, is_package)
+            )
+            computed += 1
+        missing = missing[:computed]
     elif missing:
-        computed_files = run(missing, summary_options(options), jobs=jobs, project=False, progress=progress).files
-    if missing:
-        for file, result in zip(missing, computed_files):
-            if result.summary is not None:
-                summaries[file.display] = result.summary
-            if index is not None and result.digest is not None:
-                record_summary(index, scope, file, result)
+        for file, result in zip(
+            missing, run(missing, summary_options(options), jobs=jobs, project=False, progress=progress).files
+        ):
+            _add_summary(context, index, scope, file, result)
     if index is not None:
         index.forget_missing({_index_key(scope.root, file.path) for file in scope.files})
-    return ProjectContext(summaries, paths, computed=len(missing)), index
+    context.computed = len(missing)
+    return context, index
+
+
+def _add_summary(context: ProjectContext, index: Optional[SummaryIndex], scope: ProjectScope, file: SourceFile, result) -> None:
+    if result.summary is not None:
+        context.summaries[file.display] = result.summary
+    if index is not None and result.digest is not None:
+        record_summary(index, scope, file, result)
 
 
 def record_summary(index: SummaryIndex, scope: ProjectScope, file: SourceFile, result: FileResult) -> None:
