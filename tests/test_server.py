@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, List, Sequence
 
 import pytest
+from conftest import run_cli
 from lsp_client import (
     HAZARD,
     TIMEOUT,
@@ -422,9 +423,73 @@ def test_a_seed_helper_that_is_not_open_counts(tmp_path: Path) -> None:
 
 
 def test_server_subcommand_help_and_bad_option(tmp_path: Path) -> None:
-    from conftest import run_cli
-
     code, out, err = run_cli("server", "--help")
     assert code == 0 and "Language server" in out
     code, out, err = run_cli("server", "--no-such-option")
     assert code == 2
+
+
+def test_a_changed_configuration_is_read_again(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.torchdet-lint]\n", encoding="utf-8")
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("train.py", f"import torch\n{HAZARD}\n")
+            assert codes(await session.diagnostics(uri, lambda d: bool(d))) == ["TDL301"]
+            (tmp_path / "pyproject.toml").write_text('[tool.torchdet-lint]\nignore = ["TDL301"]\n', encoding="utf-8")
+            seen = session.count(uri)
+            session.client.workspace_did_change_watched_files(
+                types.DidChangeWatchedFilesParams(
+                    changes=[types.FileEvent(uri=session.uri("pyproject.toml"), type=types.FileChangeType.Changed)]
+                )
+            )
+            assert await session.diagnostics(uri, after=seen) == []
+
+    run(scenario())
+
+
+def test_a_sub_project_file_is_linted_with_its_own_project(tmp_path: Path) -> None:
+    """A file of a sub-project (its own config) opened from the workspace folder: its own
+    selection and its own files, as `check` at the sub-project's root sees them."""
+    sub = tmp_path / "sub"
+    (sub / "utils").mkdir(parents=True)
+    (sub / "pyproject.toml").write_text('[tool.torchdet-lint]\nignore = ["TDL301"]\n', encoding="utf-8")
+    (sub / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (sub / "utils" / "seed.py").write_text("import torch\n\n\ndef fix(seed):\n    torch.manual_seed(seed)\n", encoding="utf-8")
+    text = f"import torch\n\nfrom utils.seed import fix\n\nfix(0)\n{HAZARD}\nprint(torch.randn(2))\n"
+    (sub / "train.py").write_text(text, encoding="utf-8")
+    code, out, err = run_cli("--output-format", "json", "train.py", cwd=sub)
+    assert code == 0 and json.loads(out) == [], out + err
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("sub/train.py", text)
+            assert await session.diagnostics(uri) == []
+            seen = session.count(uri)
+            session.replace(uri, text.replace("fix(0)\n", ""))  # now torch is drawn from unseeded
+            assert codes(await session.diagnostics(uri, after=seen)) == ["TDL001"]
+
+    run(scenario())
+
+
+def test_fix_all_and_hover_in_a_notebook_cell(tmp_path: Path) -> None:
+    cells = [("markdown", "# Speed"), ("python", f"import torch\n{HAZARD}"), ("python", f"{HAZARD}\nx = 1")]
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            notebook, uris = session.open_notebook("speed.ipynb", cells)
+            [diagnostic] = await session.diagnostics(uris[2], lambda d: bool(d))
+            assert (str(diagnostic.code), diagnostic.range.start.line) == ("TDL301", 0)
+            hover = await session.hover(uris[2], types.Position(line=0, character=5))
+            assert hover.contents.value == rule_markdown(all_rules()["TDL301"])
+            [fix_all] = await session.code_actions(uris[2], only=[FIX_ALL_KIND])
+            [change] = fix_all.edit.document_changes
+            assert change.text_document.uri == uris[2]  # the cell asked about, not its neighbours
+            fixed = apply_text_edits(cells[2][1], change.edits)
+            assert fixed == cells[2][1].replace("True", "False")
+            [noqa] = [a for a in await session.code_actions(uris[1], None) if "noqa" in a.title] or [None]
+            assert noqa is None  # nothing reported at the first line of cell 2
+            session.replace_cell(notebook, uris[2], fixed)
+            assert await session.diagnostics(uris[2], lambda d: not d) == []
+
+    run(scenario())

@@ -21,13 +21,14 @@ import argparse
 import json
 import logging
 import os
+import queue
 import re
 import sys
 import tempfile
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -313,6 +314,29 @@ class Scheduler:
                 self.idle.set()
 
 
+class Worker:
+    """One daemon thread running jobs in order: the project thread. (A pool's threads are
+    joined at interpreter exit; exiting must not wait for a large project still loading.)"""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def submit(self, job: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        self._jobs.put((job, future))
+        return future
+
+    def _loop(self) -> None:
+        while True:
+            job, future = self._jobs.get()
+            try:
+                future.set_result(job())
+            except Exception as error:
+                logger.exception("the project thread's work failed")
+                future.set_exception(error)
+
+
 # -- the server ----------------------------------------------------------------------------------------------
 
 
@@ -331,7 +355,7 @@ class LanguageServer:
         self.lints: Dict[str, Lint] = {}  # the last lint of each document (file or notebook)
         self.shutting_down = False
         self.scheduler = Scheduler(self.lint_and_publish)
-        self.projects = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchdet-index")
+        self.projects = Worker("torchdet-index")
         self._doc_files: Dict[str, Path] = {}
         self._docs_to_write: List[str] = []
         self.requests: Dict[str, Tuple[Callable[[Any], Any], bool]] = {
@@ -450,10 +474,9 @@ class LanguageServer:
         self.scheduler.stop()
         saved = self.projects.submit(lambda: [index.save() for index in indexes])
         try:
-            saved.result(timeout=5)
+            saved.result(timeout=5)  # after the loading under way stops (between two files)
         except Exception:
-            logger.exception("saving the summary index failed")
-        self.projects.shutdown(wait=False, cancel_futures=True)
+            logger.warning("the summary index was not saved at shutdown")
         return None
 
     # -- documents ---------------------------------------------------------------------------------------------
@@ -656,22 +679,23 @@ class LanguageServer:
         self.lint(lint)
         logger.debug("linted %s (version %s) in %.3f s", key, lint.version, time.perf_counter() - started)
         views = self.views_of(lint)
+        # Published under the lock: a document closed meanwhile never gets diagnostics back.
         with self.lock:
             if not self.current(lint):
                 return  # edited meanwhile: the lint of the new version is due
             self.lints[key] = lint
             for view in views:
                 self.views[view.uri] = view
-        for view in views:
-            self.publish(view.uri, view.version, [self.to_lsp(view, d, start, end) for d, start, end in view.items])
+                self.publish(view.uri, view.version, [self.to_lsp(view, d, start, end) for d, start, end in view.items])
         self.write_rule_docs()
 
     def lint(self, lint: Lint) -> None:
         """Fill in a lint's diagnostics: the document inside its project, as `check` sees it."""
-        index = self.index_for(lint.path)
-        lint.display = index.display(lint.path)
-        file = SourceFile(lint.path, lint.display, True)
+        lint.display = display_path(lint.path)
         try:
+            index = self.index_for(lint.path)
+            lint.display = index.display(lint.path)
+            file = SourceFile(lint.path, lint.display, True)
             state = self.project_state(index, lint.path.parent)
             if not state.complete.is_set():
                 self.scheduler.waiting(state.complete, max(0.0, state.deadline - time.monotonic()))
