@@ -96,12 +96,17 @@ class Session:
     """A running server and a client that records published diagnostics."""
 
     def __init__(
-        self, root: Path, encodings: Optional[List[str]] = None, test_rules: bool = False, server_args: Sequence[str] = ()
+        self,
+        root: Path,
+        encodings: Optional[List[str]] = None,
+        test_rules: bool = False,
+        server_args: Sequence[str] = (),
+        script: Optional[str] = None,
     ) -> None:
         self.root = root
         self.server_args = list(server_args)
         self.encodings = encodings
-        self.test_rules = test_rules
+        self.script = SERVER_WITH_TEST_RULES if test_rules else script  # a server started by this Python code
         self.client = LanguageClient("torchdet-lint-tests", "1")
         self.published: Dict[str, List[types.PublishDiagnosticsParams]] = {}
         self.changed = asyncio.Event()
@@ -115,8 +120,8 @@ class Session:
             self.changed.set()
 
     async def __aenter__(self) -> "Session":
-        if self.test_rules:
-            await self.client.start_io(sys.executable, "-c", SERVER_WITH_TEST_RULES, cwd=str(self.root))
+        if self.script is not None:
+            await self.client.start_io(sys.executable, "-c", self.script, cwd=str(self.root))
         else:
             await self.client.start_io(sys.executable, "-m", "torchdet_lint", "server", *self.server_args, cwd=str(self.root))
         capabilities = types.ClientCapabilities(

@@ -493,3 +493,27 @@ def test_fix_all_and_hover_in_a_notebook_cell(tmp_path: Path) -> None:
             assert await session.diagnostics(uris[2], lambda d: not d) == []
 
     run(scenario())
+
+
+def test_a_first_lint_that_cannot_wait_for_the_project_is_followed_by_checks_diagnostics(tmp_path: Path) -> None:
+    """With no wait for the project's summaries (a cold cache on a large tree passes the wait),
+    the first lint may lack `data.py`'s summary (TDL102 needs its dataset); the file is linted
+    again when the project is in, and what stays is what `check` reports (on a copy of the
+    project, so that the server's cache stays cold)."""
+    from faces_project import TRAIN, seed_faces_project
+
+    root = seed_faces_project(tmp_path / "server")
+    code, out, err = run_cli("--output-format", "json", "train.py", cwd=seed_faces_project(tmp_path / "cli"))
+    assert code == 1, err
+    expected = sorted((d["line"] - 1, d["code"], d["message"]) for d in json.loads(out))
+    script = "import sys\nimport torchdet_lint.server as server\nserver.FIRST_PUBLISH_WAIT = 0.0\nsys.exit(server.main([]))\n"
+
+    def published(params) -> list:
+        return sorted((d.range.start.line, str(d.code), d.message) for d in params.diagnostics)
+
+    async def scenario() -> None:
+        async with Session(root, script=script) as session:
+            uri = session.open("train.py", TRAIN)
+            await session.wait_for(lambda: session.count(uri) > 0 and published(session.published[uri][-1]) == expected)
+
+    run(scenario())
