@@ -182,6 +182,23 @@ sys.exit(code)
 """
 
 
+def _audited_run(watched: Path, cwd: Path, *args: str) -> Tuple[List[dict], List[str], Dict[str, float]]:
+    """The command line run from `cwd` under the audit hook on `watched` (expecting findings):
+    its diagnostics, the paths it touched below `watched`, and its timings."""
+    completed = subprocess.run(
+        [sys.executable, "-c", _AUDITED_RUN, str(watched), "--jobs", "1", "--verbose", "--output-format", "json", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 1, completed.stderr
+    lines = completed.stderr.splitlines()
+    touched = json.loads(next(line for line in lines if line.startswith("touched: "))[len("touched: ") :])
+    timings = json.loads(next(line for line in lines if line.startswith("timings: "))[len("timings: ") :])
+    return json.loads(completed.stdout), touched, timings
+
+
 def test_with_no_marker_a_loose_file_is_a_project_of_its_own_directory(tmp_path: Path) -> None:
     """RULES.md, "Decisions from real repositories": from a folder of many checkouts, a loose
     script with no marker above it is a project of its own directory; the run opens and lists
@@ -195,20 +212,11 @@ def test_with_no_marker_a_loose_file_is_a_project_of_its_own_directory(tmp_path:
     (folder / "helpers.py").write_text(SEED_HELPER, encoding="utf-8")
     (folder / "scratch").mkdir()
     (folder / "scratch" / "x.py").write_text(UNSEEDED.replace("utils.seed", "helpers"), encoding="utf-8")
-    completed = subprocess.run(
-        [sys.executable, "-c", _AUDITED_RUN, "-", "--jobs", "1", "--verbose", "--output-format", "json", "scratch/x.py"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 1, completed.stderr
-    touched = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("touched: "))[len("touched: ") :])
+    diagnostics, touched, timings = _audited_run(folder, folder, "scratch/x.py")
     assert "scratch/x.py" in touched
     assert [path for path in touched if not path.startswith("scratch")] == []
     # `helpers.py` lies outside the project: its seeding is not seen, and no other file is analysed.
-    assert _codes(json.loads(completed.stdout), "scratch/x.py") == SEED_CODES
-    timings = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("timings: "))[len("timings: ") :])
+    assert _codes(diagnostics, "scratch/x.py") == SEED_CODES
     assert timings["context_files"] == 0
 
 
@@ -224,35 +232,13 @@ def test_a_config_outside_the_project_names_settings_not_a_root(tmp_path: Path) 
         (other / "seed.py").write_text(SEED_HELPER, encoding="utf-8")
     (folder / "alt.toml").write_text('[tool.torchdet-lint]\nignore = ["TDL002"]\n', encoding="utf-8")
     project = helper_seeded_project(folder / "project")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _AUDITED_RUN,
-            str(folder),
-            "--jobs",
-            "1",
-            "--verbose",
-            "--output-format",
-            "json",
-            "--config",
-            "../alt.toml",
-            ".",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 1, completed.stderr
-    touched = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("touched: "))[len("touched: ") :])
+    diagnostics, touched, timings = _audited_run(folder, project, "--config", "../alt.toml", ".")
     assert "alt.toml" in touched and "project/train2.py" in touched
     assert [path for path in touched if path.split("/")[0] != "project" and path != "alt.toml"] == []
     assert (project / ".torchdet_lint_cache").is_dir() and not (folder / ".torchdet_lint_cache").exists()
     # The config is in force (TDL002 ignored); the project is the project's files only.
-    assert _codes(json.loads(completed.stdout), "train2.py") == [code for code in SEED_CODES if code != "TDL002"]
-    assert _codes(json.loads(completed.stdout), "train.py") == []
-    timings = json.loads(next(line for line in completed.stderr.splitlines() if line.startswith("timings: "))[len("timings: ") :])
+    assert _codes(diagnostics, "train2.py") == [code for code in SEED_CODES if code != "TDL002"]
+    assert _codes(diagnostics, "train.py") == []
     assert (timings["files"], timings["context_files"]) == (3, 0)
 
 
