@@ -7,6 +7,7 @@ where it is put:
 
     faces   the top-level modules: cli, server, flake8_plugin, __main__, docs, testing
     output/ report/   what the faces print (over the rules' metadata and the model)
+    lsp/    the Language Server Protocol for the server (the standard library only)
     engine/ file pass, notebook layer, runner, project phase, fixer, cache, discovery, config, ...
     checks/ the rules and their registry
     model/  summaries, module graph, entry points, reach
@@ -26,16 +27,25 @@ PACKAGE = Path(__file__).resolve().parent.parent / "torchdet_lint"
 NAME = "torchdet_lint"
 
 # The layer of each folder of the package; a module in none of them is a face.
-FOLDERS = {"core": "core", "model": "model", "checks": "rules", "engine": "engine", "output": "output", "report": "report"}
+FOLDERS = {
+    "core": "core",
+    "model": "model",
+    "checks": "rules",
+    "engine": "engine",
+    "output": "output",
+    "report": "report",
+    "lsp": "lsp",
+}
 # What each layer may import (besides itself).
 ALLOWED = {
+    "lsp": set(),
     "core": set(),
     "model": {"core"},
     "rules": {"core", "model"},
     "engine": {"core", "model", "rules"},
     "output": {"core", "rules"},
     "report": {"core", "model", "rules"},
-    "faces": {"core", "model", "rules", "engine", "output", "report"},
+    "faces": {"core", "model", "rules", "engine", "output", "report", "lsp"},
 }
 # The ways in, the only modules the top level holds: a new module goes into the
 # folder of its layer, so this list grows only with a new public entry point.

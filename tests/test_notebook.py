@@ -74,6 +74,41 @@ def test_diagnostics_are_placed_in_cells(tmp_path: Path) -> None:
     assert first["fix"]["edits"][0]["location"] == {"line": 8, "column": len(HAZARD) - 3}
 
 
+NOISY_DATASET = (
+    "class Noisy(Dataset):\n"
+    "    def __init__(self):\n"
+    "        self.rng = np.random.default_rng(0)\n"
+    "\n"
+    "    def __getitem__(self, i):\n"
+    "        return self.rng.random()\n"
+)
+
+
+@pytest.mark.parametrize("how", ["named", "stdin"])
+def test_project_findings_are_placed_in_cells_like_file_findings(tmp_path: Path, how: str) -> None:
+    """TDL102 is a project rule, TDL101 a file rule: the same loader gets the same cell and
+    cell line from both, and the dataset's line that TDL102 cites is a cell line too."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    text = _notebook(
+        [
+            ("markdown", ["# Noisy workers"]),
+            ("code", ["import numpy as np\n", "import torch\n", "from torch.utils.data import DataLoader, Dataset\n"]),
+            ("code", NOISY_DATASET),
+            ("code", "x = 1\ny = 2\nz = 3\nw = 4\nloader = DataLoader(Noisy(), num_workers=2, shuffle=True)\n"),
+        ]
+    )
+    (tmp_path / "t.ipynb").write_text(text, encoding="utf-8")
+    args = ("t.ipynb",) if how == "named" else ("-", "--stdin-filename", "t.ipynb")
+    code, out, err = run_cli(
+        "--output-format", "json", "--no-cache", "--select", "TDL101,TDL102", *args, cwd=tmp_path, input=text.encode()
+    )
+    assert code == 1, err
+    found = {d["code"]: d for d in json.loads(out)}
+    for rule in ("TDL101", "TDL102"):
+        assert (found[rule]["cell"], found[rule]["line"], found[rule]["column"]) == (4, 5, 10), rule
+    assert "made outside the workers (t.ipynb:cell 3:3)" in found["TDL102"]["message"]
+
+
 def test_full_output_shows_the_cell_lines_as_written(tmp_path: Path) -> None:
     _copy(tmp_path)
     code, out, err = run_cli("--no-cache", "--select", "TDL301", "training.ipynb", cwd=tmp_path)

@@ -6,249 +6,28 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import textwrap
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, List, Sequence
 
 import pytest
+from conftest import run_cli
+from lsp_client import (
+    HAZARD,
+    TIMEOUT,
+    Session,
+    apply_text_edits,
+    codes,
+    fixes_only,
+    run,
+    utf16_length,
+    workspace_text_edits,
+)
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path, to_fs_path
 
 from torchdet_lint.checks import all_rules
 from torchdet_lint.docs import rule_markdown
 from torchdet_lint.server import FIX_ALL_KIND
-
-TIMEOUT = 30.0
-HAZARD = "torch.backends.cudnn.benchmark = True"
-
-# Two rules that exist only inside the server process of these tests: a file
-# rule with an unsafe fix, and a project rule that needs another file's summary.
-TEST_RULES = textwrap.dedent(
-    '''
-    import libcst as cst
-    from torchdet_lint.core.diagnostics import Applicability, Diagnostic, FixBuilder
-    from torchdet_lint.core.rule import ProjectRule, Rule
-
-    class UnsafeExample(Rule):
-        """Test rule."""
-        code = "TDL991"
-        name = "test-unsafe-fix"
-        summary = "test: `unsafe_call()` has an unsafe fix"
-        profiles = frozenset({"strict"})
-
-        def visit_Call(self, node):
-            if isinstance(node.func, cst.Name) and node.func.value == "unsafe_call":
-                fix = FixBuilder("Call `safe_call` instead", Applicability.UNSAFE).replace(node.func, cst.Name("safe_call"))
-                self.report(node, fix=fix)
-
-    class ImportsTorchThrough(ProjectRule):
-        """Test rule."""
-        code = "TDL990"
-        name = "test-imports-torch-through"
-        summary = "test: imports a first-party module that imports torch"
-        profiles = frozenset({"strict"})
-
-        def check(self, project):
-            by_module = {s.module_name: s for s in project.summaries.values() if s.module_name}
-            for path, summary in project.summaries.items():
-                for imported in summary.imports:
-                    other = by_module.get(imported)
-                    if other is not None and other.imports_torch:
-                        yield Diagnostic(path=path, line=1, column=1, end_line=1, end_column=1, code=self.code,
-                                         name=self.name, message=f"imports {imported}, which imports torch")
-    '''
-)
-SERVER_WITH_TEST_RULES = TEST_RULES + (
-    "\nimport sys\nfrom torchdet_lint.checks import extra_rules\nfrom torchdet_lint.server import main\n"
-    "with extra_rules(UnsafeExample, ImportsTorchThrough):\n    sys.exit(main([]))\n"
-)
-
-
-def utf16_length(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def apply_text_edits(text: str, edits: List[types.TextEdit], units: Callable[[str], int] = utf16_length) -> str:
-    """What an editor does with TextEdits (positions in the given code units)."""
-    lines = text.splitlines(keepends=True) or [""]
-
-    def offset(position: types.Position) -> int:
-        if position.line >= len(lines):
-            return len(text)
-        before = sum(len(line) for line in lines[: position.line])
-        line = lines[position.line]
-        consumed = 0
-        for index, char in enumerate(line):
-            if consumed >= position.character:
-                return before + index
-            consumed += units(char)
-        return before + len(line.rstrip("\r\n"))
-
-    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        start, end = offset(edit.range.start), offset(edit.range.end)
-        text = text[:start] + edit.new_text + text[end:]
-    return text
-
-
-def workspace_text_edits(edit: types.WorkspaceEdit, uri: str) -> List[types.TextEdit]:
-    if edit.document_changes:
-        return [e for change in edit.document_changes if change.text_document.uri == uri for e in change.edits]
-    return list((edit.changes or {}).get(uri, []))
-
-
-class Session:
-    """A running server and a client that records published diagnostics."""
-
-    def __init__(
-        self, root: Path, encodings: Optional[List[str]] = None, test_rules: bool = False, server_args: Sequence[str] = ()
-    ) -> None:
-        self.root = root
-        self.server_args = list(server_args)
-        self.encodings = encodings
-        self.test_rules = test_rules
-        self.client = LanguageClient("torchdet-lint-tests", "1")
-        self.published: Dict[str, List[types.PublishDiagnosticsParams]] = {}
-        self.changed = asyncio.Event()
-        self.versions: Dict[str, int] = {}
-        self.texts: Dict[str, str] = {}
-        self.result: Optional[types.InitializeResult] = None
-
-        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
-            self.published.setdefault(params.uri, []).append(params)
-            self.changed.set()
-
-    async def __aenter__(self) -> "Session":
-        if self.test_rules:
-            await self.client.start_io(sys.executable, "-c", SERVER_WITH_TEST_RULES, cwd=str(self.root))
-        else:
-            await self.client.start_io(sys.executable, "-m", "torchdet_lint", "server", *self.server_args, cwd=str(self.root))
-        capabilities = types.ClientCapabilities(
-            general=types.GeneralClientCapabilities(position_encodings=self.encodings) if self.encodings else None,
-            workspace=types.WorkspaceClientCapabilities(
-                workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)
-            ),
-        )
-        uri = from_fs_path(str(self.root))
-        self.result = await asyncio.wait_for(
-            self.client.initialize_async(
-                types.InitializeParams(
-                    capabilities=capabilities,
-                    root_uri=uri,
-                    workspace_folders=[types.WorkspaceFolder(uri=uri, name="root")],
-                )
-            ),
-            TIMEOUT,
-        )
-        self.client.initialized(types.InitializedParams())
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        try:
-            await asyncio.wait_for(self.client.shutdown_async(None), TIMEOUT)
-            self.client.exit(None)
-            await asyncio.wait_for(self.client.stop(), TIMEOUT)
-        finally:
-            if self.client._server is not None and self.client._server.returncode is None:
-                self.client._server.kill()
-
-    @property
-    def returncode(self) -> Optional[int]:
-        return self.client._server.returncode
-
-    # -- documents ---------------------------------------------------------------------------
-    def uri(self, name: str) -> str:
-        return from_fs_path(str(self.root / name))
-
-    def open(self, name: str, text: str, language: str = "python") -> str:
-        uri = self.uri(name)
-        self.versions[uri] = 1
-        self.texts[uri] = text
-        self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(
-                text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
-            )
-        )
-        return uri
-
-    def replace(self, uri: str, text: str) -> None:
-        """An incremental change replacing the whole text."""
-        old = self.texts[uri]
-        lines = old.split("\n")
-        end = types.Position(line=len(lines) - 1, character=utf16_length(lines[-1]))
-        self.versions[uri] += 1
-        self.texts[uri] = text
-        self.client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
-                content_changes=[
-                    types.TextDocumentContentChangePartial(
-                        range=types.Range(start=types.Position(line=0, character=0), end=end), text=text
-                    )
-                ],
-            )
-        )
-
-    def save(self, uri: str) -> None:
-        self.client.text_document_did_save(
-            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=self.texts[uri])
-        )
-
-    async def diagnostics(
-        self, uri: str, predicate: Callable[[List[types.Diagnostic]], bool] = lambda d: True, after: int = 0
-    ) -> List[types.Diagnostic]:
-        """The first diagnostics published for `uri` (after the `after`-th) for the
-        document's current version that satisfy `predicate`."""
-        seen = after
-
-        async def wait() -> List[types.Diagnostic]:
-            nonlocal seen
-            while True:
-                published = self.published.get(uri, [])
-                while seen < len(published):
-                    params = published[seen]
-                    seen += 1
-                    if params.version == self.versions.get(uri) and predicate(params.diagnostics):
-                        return list(params.diagnostics)
-                self.changed.clear()
-                await self.changed.wait()
-
-        return await asyncio.wait_for(wait(), TIMEOUT)
-
-    def count(self, uri: str) -> int:
-        return len(self.published.get(uri, []))
-
-    async def code_actions(self, uri: str, diagnostic: Optional[types.Diagnostic] = None, only=None) -> List[types.CodeAction]:
-        where = (
-            diagnostic.range
-            if diagnostic
-            else types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
-        )
-        params = types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=where,
-            context=types.CodeActionContext(diagnostics=[diagnostic] if diagnostic else [], only=only),
-        )
-        return list(await asyncio.wait_for(self.client.text_document_code_action_async(params), TIMEOUT) or [])
-
-    async def hover(self, uri: str, position: types.Position) -> Optional[types.Hover]:
-        params = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=position)
-        return await asyncio.wait_for(self.client.text_document_hover_async(params), TIMEOUT)
-
-
-def run(coroutine) -> None:
-    asyncio.run(coroutine)
-
-
-def fixes_only(actions: List[types.CodeAction]) -> List[types.CodeAction]:
-    """The quick fixes that apply a rule's fix (not the noqa ones, not fix-all)."""
-    return [a for a in actions if a.kind == types.CodeActionKind.QuickFix and "noqa" not in a.title]
-
-
-def codes(diagnostics: List[types.Diagnostic]) -> List[str]:
-    return sorted(str(d.code) for d in diagnostics)
-
 
 # -- tests ---------------------------------------------------------------------------------------
 
@@ -644,9 +423,97 @@ def test_a_seed_helper_that_is_not_open_counts(tmp_path: Path) -> None:
 
 
 def test_server_subcommand_help_and_bad_option(tmp_path: Path) -> None:
-    from conftest import run_cli
-
     code, out, err = run_cli("server", "--help")
     assert code == 0 and "Language server" in out
     code, out, err = run_cli("server", "--no-such-option")
     assert code == 2
+
+
+def test_a_changed_configuration_is_read_again(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.torchdet-lint]\n", encoding="utf-8")
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("train.py", f"import torch\n{HAZARD}\n")
+            assert codes(await session.diagnostics(uri, lambda d: bool(d))) == ["TDL301"]
+            (tmp_path / "pyproject.toml").write_text('[tool.torchdet-lint]\nignore = ["TDL301"]\n', encoding="utf-8")
+            seen = session.count(uri)
+            session.client.workspace_did_change_watched_files(
+                types.DidChangeWatchedFilesParams(
+                    changes=[types.FileEvent(uri=session.uri("pyproject.toml"), type=types.FileChangeType.Changed)]
+                )
+            )
+            assert await session.diagnostics(uri, after=seen) == []
+
+    run(scenario())
+
+
+def test_a_sub_project_file_is_linted_with_its_own_project(tmp_path: Path) -> None:
+    """A file of a sub-project (its own config) opened from the workspace folder: its own
+    selection and its own files, as `check` at the sub-project's root sees them."""
+    sub = tmp_path / "sub"
+    (sub / "utils").mkdir(parents=True)
+    (sub / "pyproject.toml").write_text('[tool.torchdet-lint]\nignore = ["TDL301"]\n', encoding="utf-8")
+    (sub / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (sub / "utils" / "seed.py").write_text("import torch\n\n\ndef fix(seed):\n    torch.manual_seed(seed)\n", encoding="utf-8")
+    text = f"import torch\n\nfrom utils.seed import fix\n\nfix(0)\n{HAZARD}\nprint(torch.randn(2))\n"
+    (sub / "train.py").write_text(text, encoding="utf-8")
+    code, out, err = run_cli("--output-format", "json", "train.py", cwd=sub)
+    assert code == 0 and json.loads(out) == [], out + err
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            uri = session.open("sub/train.py", text)
+            assert await session.diagnostics(uri) == []
+            seen = session.count(uri)
+            session.replace(uri, text.replace("fix(0)\n", ""))  # now torch is drawn from unseeded
+            assert codes(await session.diagnostics(uri, after=seen)) == ["TDL001"]
+
+    run(scenario())
+
+
+def test_fix_all_and_hover_in_a_notebook_cell(tmp_path: Path) -> None:
+    cells = [("markdown", "# Speed"), ("python", f"import torch\n{HAZARD}"), ("python", f"{HAZARD}\nx = 1")]
+
+    async def scenario() -> None:
+        async with Session(tmp_path) as session:
+            notebook, uris = session.open_notebook("speed.ipynb", cells)
+            [diagnostic] = await session.diagnostics(uris[2], lambda d: bool(d))
+            assert (str(diagnostic.code), diagnostic.range.start.line) == ("TDL301", 0)
+            hover = await session.hover(uris[2], types.Position(line=0, character=5))
+            assert hover.contents.value == rule_markdown(all_rules()["TDL301"])
+            [fix_all] = await session.code_actions(uris[2], only=[FIX_ALL_KIND])
+            [change] = fix_all.edit.document_changes
+            assert change.text_document.uri == uris[2]  # the cell asked about, not its neighbours
+            fixed = apply_text_edits(cells[2][1], change.edits)
+            assert fixed == cells[2][1].replace("True", "False")
+            [noqa] = [a for a in await session.code_actions(uris[1], None) if "noqa" in a.title] or [None]
+            assert noqa is None  # nothing reported at the first line of cell 2
+            session.replace_cell(notebook, uris[2], fixed)
+            assert await session.diagnostics(uris[2], lambda d: not d) == []
+
+    run(scenario())
+
+
+def test_a_first_lint_that_cannot_wait_for_the_project_is_followed_by_checks_diagnostics(tmp_path: Path) -> None:
+    """With no wait for the project's summaries (a cold cache on a large tree passes the wait),
+    the first lint may lack `data.py`'s summary (TDL102 needs its dataset); the file is linted
+    again when the project is in, and what stays is what `check` reports (on a copy of the
+    project, so that the server's cache stays cold)."""
+    from faces_project import TRAIN, seed_faces_project
+
+    root = seed_faces_project(tmp_path / "server")
+    code, out, err = run_cli("--output-format", "json", "train.py", cwd=seed_faces_project(tmp_path / "cli"))
+    assert code == 1, err
+    expected = sorted((d["line"] - 1, d["code"], d["message"]) for d in json.loads(out))
+    script = "import sys\nimport torchdet_lint.server as server\nserver.FIRST_PUBLISH_WAIT = 0.0\nsys.exit(server.main([]))\n"
+
+    def published(params) -> list:
+        return sorted((d.range.start.line, str(d.code), d.message) for d in params.diagnostics)
+
+    async def scenario() -> None:
+        async with Session(root, script=script) as session:
+            uri = session.open("train.py", TRAIN)
+            await session.wait_for(lambda: session.count(uri) > 0 and published(session.published[uri][-1]) == expected)
+
+    run(scenario())

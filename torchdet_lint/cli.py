@@ -259,11 +259,11 @@ def _statistics(diagnostics, unsafe: bool, output_format: str) -> str:
 def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
     """Lint standard input as the file `filename`: reported as that file, analysed
     with the rest of its project (its text on disk is not read)."""
-    from torchdet_lint.core.diagnostics import error_diagnostic, sort_diagnostics
+    from torchdet_lint.core.diagnostics import error_diagnostic
     from torchdet_lint.core.source import SourceError, decode_source
     from torchdet_lint.engine.discovery import SourceFile
-    from torchdet_lint.engine.project import ProjectContext, run_project_rules
-    from torchdet_lint.engine.runner import first_party_names, lint_source, make_options, module_name_for, project_context
+    from torchdet_lint.engine.project import ProjectContext
+    from torchdet_lint.engine.runner import first_party_names, lint_text, make_options, project_context
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
 
@@ -275,11 +275,10 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
         if index is not None:
             index.save()
         display = filename
-        module_name, is_package = module_name_for(path)
     else:  # no file name: the text alone, as a project of its own
         path = workspace.cwd / "-"
         scope = workspace.scope_for(workspace.cwd)
-        options, context, display, module_name, is_package = make_options(scope.settings), ProjectContext(), "-", None, False
+        options, context, display = make_options(scope.settings), ProjectContext(), "-"
     _opposing_rules_warning(options.selected)
     data = sys.stdin.buffer.read()
     try:
@@ -308,9 +307,7 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
         if remaining:
             return EXIT_OK if args.exit_zero else EXIT_FOUND
         return EXIT_FOUND if fixed_count and args.exit_non_zero_on_fix else EXIT_OK
-    result = lint_source(source, path, display, options, module_name, is_package)
-    project = run_project_rules([result], [SourceFile(path, display, True)], options, context)  # may drop file findings
-    diagnostics = sort_diagnostics(result.diagnostics + project)
+    diagnostics = lint_text(source, SourceFile(path, display, True), options, context).diagnostics
     output = OutputContext(sources={display: source}, color=use_color(args.color), unsafe_fixes=unsafe)
     output_format = args.output_format or "full"
     sys.stdout.write(formatter(output_format)(diagnostics, output))

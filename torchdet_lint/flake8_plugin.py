@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from torchdet_lint import __version__
-from torchdet_lint.core.diagnostics import error_diagnostic, sort_diagnostics
+from torchdet_lint.core.diagnostics import error_diagnostic
 from torchdet_lint.core.source import SourceText
 from torchdet_lint.engine.config import ConfigError, Settings, with_overrides
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import RunOptions
-from torchdet_lint.engine.project import ProjectContext, run_project_rules
-from torchdet_lint.engine.runner import first_party_names, lint_source, make_options, module_name_for, project_context
+from torchdet_lint.engine.project import ProjectContext
+from torchdet_lint.engine.runner import first_party_names, lint_text, make_options, project_context
 from torchdet_lint.engine.workspace import Workspace
 
 _STDIN_NAMES = ("stdin", "-")
@@ -97,7 +97,7 @@ class Flake8Plugin:
     @classmethod
     def project(cls, path: Path) -> Tuple[str, RunOptions, ProjectContext]:
         """The file's path as the command line shows it, its project's options, and the
-        summaries of all the project's files but this one."""
+        summaries of the project's files."""
         if cls._workspace is None:
             cls._workspace = Workspace(Path.cwd(), None, cls._overrides)
         scope = cls._workspace.scope_of_file(path)
@@ -109,11 +109,7 @@ class Flake8Plugin:
             cls._projects[scope.root] = (options, context)
         options, context = cls._projects[scope.root]
         display = next(file.display for file in scope.files if file.path == path)
-        mine = ProjectContext(
-            {d: s for d, s in context.summaries.items() if d != display},
-            {d: p for d, p in context.paths.items() if d != display},
-        )
-        return display, options, mine
+        return display, options, context
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         path = Path.cwd() / "stdin.py" if self.filename in _STDIN_NAMES else Path(self.filename).resolve()
@@ -123,9 +119,6 @@ class Flake8Plugin:
             diagnostics = [error_diagnostic(self.filename, f"not analysed: {error}")]
         else:
             source = SourceText("".join(self.lines))
-            module_name, is_package = module_name_for(path)
-            result = lint_source(source, path, display, options, module_name, is_package)
-            project = run_project_rules([result], [SourceFile(path, display, True)], options, context)  # may drop file findings
-            diagnostics = result.diagnostics + project
-        for d in sort_diagnostics(diagnostics):
+            diagnostics = lint_text(source, SourceFile(path, display, True), options, context).diagnostics
+        for d in diagnostics:
             yield d.line, max(d.column - 1, 0), f"{d.code} {d.message}", type(self)

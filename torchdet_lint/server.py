@@ -1,58 +1,49 @@
-"""The language server (`torchdet-lint server`, pygls 2.x over stdio): diagnostics
-on open/change/save, quick fixes, fix-all, noqa suppression and rule hover.
+"""The language server (`torchdet-lint server`, LSP over standard input/output): diagnostics
+on open, change and save for Python files and Jupyter notebooks (LSP 3.17 notebook
+documents: the cells linted as one notebook, diagnostics published on each cell), quick
+fixes, fix-all, noqa suppression and rule hover.
 
-Each open buffer goes through the same file pass as the command line; the
-project rules run over the buffer and the summaries of the workspace's other
-files, which are computed once (in the background, after `initialized`) and
-refreshed when a file is saved or changes on disk.
+Every document goes through the engine's one way in (`runner.run`), with the summaries of
+its project's other files, which a thread of their own loads from the summary index (the
+missing ones computed) and keeps current as files are saved. A document's first
+diagnostics wait for its project (up to FIRST_PUBLISH_WAIT seconds, then the cached
+summaries serve and the document is linted again once the rest are in), so what the
+editor shows first is what `check` reports.
+
+Threads: the main one reads the client's messages and keeps the documents; one lints
+(debounced, the newest version wins) and answers the requests that need a lint; one
+loads and updates the projects.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import io
+import json
 import logging
 import os
+import queue
 import re
 import sys
 import tempfile
 import threading
-import tokenize
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections import deque
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
-
-from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.uris import from_fs_path, to_fs_path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from torchdet_lint import __version__
 from torchdet_lint.checks import all_rules
-from torchdet_lint.core.diagnostics import (
-    PARSE_ERROR_CODE,
-    Applicability,
-    Diagnostic,
-    Edit,
-    error_diagnostic,
-)
+from torchdet_lint.core.diagnostics import PARSE_ERROR_CODE, Applicability, Diagnostic, Edit, error_diagnostic
+from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import LineIndex, SourceText
+from torchdet_lint.core.startup import user_cache_directory
 from torchdet_lint.engine.cache import SummaryIndex
-from torchdet_lint.engine.config import (
-    ConfigError,
-    Settings,
-    find_config,
-    load_config_file,
-    with_overrides,
-)
+from torchdet_lint.engine.config import ConfigError, with_overrides
 from torchdet_lint.engine.discovery import SourceFile, display_path
-from torchdet_lint.engine.file_pass import RunOptions, check_text
-from torchdet_lint.engine.fixer import apply_fixes
-from torchdet_lint.engine.project import ProjectContext, run_project_rules
+from torchdet_lint.engine.file_pass import RunOptions
+from torchdet_lint.engine.project import ProjectContext
 from torchdet_lint.engine.runner import (
     first_party_names,
     forget_packages,
@@ -61,124 +52,130 @@ from torchdet_lint.engine.runner import (
     module_name_for,
     project_context,
     record_summary,
+    run,
     summary_options,
 )
-from torchdet_lint.engine.suppressions import apply_suppressions
-from torchdet_lint.engine.workspace import ProjectScope, Workspace, validated
+from torchdet_lint.engine.workspace import ProjectScope, Workspace
+from torchdet_lint.lsp.documents import (
+    CODE_CELL,
+    MARKUP_CELL,
+    UTF8,
+    UTF16,
+    UTF32,
+    Documents,
+    NotebookDocument,
+    column_of,
+    param,
+    path_to_uri,
+    position_of,
+    units,
+    uri_to_path,
+)
+from torchdet_lint.lsp.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, Connection, ResponseError
 
 logger = logging.getLogger(__name__)
 
 SOURCE = "torchdet-lint"
 FIX_ALL_KIND = "source.fixAll.torchdet-lint"
+QUICK_FIX_KIND = "quickfix"
 PYTHON_SUFFIXES = (".py", ".pyi")
+NOTEBOOK_TYPE = "jupyter-notebook"
 # More files than this in a workspace and the project phase only sees the buffer:
 # indexing a home directory opened by mistake would take minutes.
 MAX_INDEXED_FILES = 20000
-# Rounds of fix-and-relint for "fix all" (a fix can enable another).
-MAX_FIX_ROUNDS = 10
-# Seconds of quiet after an edit before the buffer is linted again.
-CHANGE_DELAY = 0.2
-# Longest pause of the workspace indexing while buffers are being linted.
+# Seconds of quiet after an edit before the document is linted again: typing is not
+# linted key by key, and the diagnostics follow an edit within a quarter of a second.
+CHANGE_DELAY = 0.1
+# How long a document's first lint waits for its project's summaries (a cold cache on a
+# large tree takes minutes): past it, the cached summaries serve until the rest are in.
+FIRST_PUBLISH_WAIT = 3.0
+# Longest pause of the project loading while a document is being linted.
 IDLE_WAIT = 10.0
 _NOQA_CODES_RE = re.compile(r"#[ \t]*noqa(?P<colon>:[ \t]*(?P<codes>[A-Z]+[0-9]+(?:[ \t]*,[ \t]*[A-Z]+[0-9]+)*))?", re.I)
 _RULE_CODE_RE = re.compile(r"TDL\d{3}")
 
 
-# -- the workspace: file summaries for the project phase ------------------------------
+# -- projects: the summaries of the files that are not open ---------------------------------------
 
 
 @dataclass
 class ProjectState:
-    """One project of the workspace: its run options and the summaries of all its files."""
+    """One project of the workspace while it loads and after: its options and the summaries
+    of its files (`partial` once the fresh ones are read from the summary index, `complete`
+    once every file has one)."""
 
-    scope: ProjectScope
-    options: RunOptions
-    context: ProjectContext
-    index: Optional[SummaryIndex]
+    root: Path
+    deadline: float  # when a first lint stops waiting for `complete`
+    scope: Optional[ProjectScope] = None
+    options: Optional[RunOptions] = None
+    context: Optional[ProjectContext] = None
+    index: Optional[SummaryIndex] = None
+    error: Optional[str] = None  # its configuration is broken
+    partial: threading.Event = field(default_factory=threading.Event)
+    complete: threading.Event = field(default_factory=threading.Event)
 
 
 class WorkspaceIndex:
-    """The projects under one workspace folder, as the command line sees them: for
-    each, its options and the summaries of its files on disk (the project phase's
-    view of the files that are not open), from the summary index when fresh,
-    kept current as files are saved, created or deleted."""
+    """The projects under one workspace folder, as the command line sees them; their
+    summaries are loaded and updated on the project thread only."""
 
-    def __init__(
-        self,
-        root: Path,
-        idle: Optional[threading.Event] = None,
-        overrides: Callable[[Settings], Settings] = lambda settings: settings,
-    ) -> None:
+    def __init__(self, root: Path, overrides: Callable[[Settings], Settings]) -> None:
         self.root = root
-        self.idle = idle or threading.Event()  # set while no buffer lint waits: indexing yields to them
-        self.ready = False  # the folder's own project is loaded
         self.workspace = Workspace(root, overrides=overrides)
         self.projects: Dict[Path, ProjectState] = {}
-        self.stale: set = set()  # paths saved while the index was being built
-        self.cancelled = threading.Event()  # set at shutdown: stop between two files
-
-    def build(self) -> None:
-        """Load the folder's project (run in a worker thread)."""
-        self.load(self.root)
-        self.ready = True
-
-    def load(self, directory: Path) -> Optional[ProjectState]:
-        """The project of `directory`, its summaries loaded or computed (in this thread,
-        one file at a time: a process pool forked from the server's threads can
-        deadlock, and shutdown must not wait for a whole pass)."""
-        scope = self.workspace.scope_for(directory)
-        if scope.root in self.projects:
-            return self.projects[scope.root]
-        files, _ = self.workspace.walk(scope)
-        if len(files) > MAX_INDEXED_FILES:
-            logger.warning(
-                "%s: %d files, more than %d: project rules see only open buffers", scope.root, len(files), MAX_INDEXED_FILES
-            )
-            files = []
-        scope.files = [SourceFile(path, self.display(path), False) for path in files]
-        options = make_options(scope.settings, first_party_names(scope.files))
-
-        def pause() -> bool:
-            self.idle.wait(timeout=IDLE_WAIT)
-            return not self.cancelled.is_set()
-
-        context, index = project_context(scope, options, set(), pause=pause)
-        if self.cancelled.is_set():
-            return None
-        if index is not None:
-            index.save()
-        state = self.projects[scope.root] = ProjectState(scope, options, context, index)
-        return state
-
-    def state_for(self, path: Path) -> Optional[ProjectState]:
-        """The loaded project of a file (None until it is loaded)."""
-        return self.projects.get(self.workspace.root_for(path.parent)[0])
+        self.cancelled = threading.Event()  # set at shutdown or on a new configuration: stop between two files
 
     def display(self, path: Path) -> str:
         return display_path(path, self.root)
 
     def contains(self, path: Path) -> bool:
-        try:
-            path.relative_to(self.root)
-        except ValueError:
-            return False
-        return True
+        return path == self.root or self.root in path.parents
 
-    def update(self, path: Path) -> None:
-        """A file changed on disk (saved, created, deleted): its summary again."""
+    def load(self, state: ProjectState, directory: Path, pause: Callable[[], bool]) -> None:
+        """Read or compute the summaries of the project of `directory` (one file at a time: a
+        process pool forked from a threaded server can deadlock, and shutdown must not wait)."""
+        try:
+            scope = self.workspace.scope_for(directory)
+            files, _ = self.workspace.walk(scope)
+            if len(files) > MAX_INDEXED_FILES:
+                logger.warning(
+                    "%s: %d files, more than %d: project rules see only open documents", scope.root, len(files), MAX_INDEXED_FILES
+                )
+                files = []
+            scope.files = [SourceFile(path, self.display(path), False) for path in files]
+            state.scope = scope
+            state.options = make_options(scope.settings, first_party_names(scope.files))
+
+            def started(context: ProjectContext) -> None:
+                state.context = context
+                state.partial.set()
+
+            context, index = project_context(scope, state.options, set(), pause=pause, started=started)
+            state.context, state.index = context, index
+            if index is not None and not self.cancelled.is_set():
+                index.save()
+        except ConfigError as error:
+            state.error = str(error)
+        except Exception as error:  # a broken file tree must not stop the documents being linted
+            logger.exception("loading the project of %s failed", directory)
+            state.error = f"internal error: {type(error).__name__}: {error}"
+        finally:
+            state.partial.set()
+            state.complete.set()
+
+    def update(self, path: Path) -> bool:
+        """A file changed on disk (saved, created, deleted): its summary again. True when a
+        loaded project holds it."""
         if path.suffix not in PYTHON_SUFFIXES and path.suffix != ".ipynb":
-            return
-        if not self.ready:
-            self.stale.add(path)
-            return
-        state = self.state_for(path)
-        if state is None:
-            return
+            return False
+        state = self.projects.get(self.workspace.root_for(path.parent)[0])
+        if state is None or state.context is None or not state.complete.is_set() or state.options is None:
+            return False  # not loaded yet: its loading reads the file as it is now
         display = self.display(path)
         if not path.is_file():
             state.context.summaries.pop(display, None)
             state.context.paths.pop(display, None)
-            return
+            return True
         module_name, is_package = module_name_for(path)
         result = lint_path(path, display, summary_options(state.options), module_name, is_package)
         state.context.paths[display] = path
@@ -186,467 +183,827 @@ class WorkspaceIndex:
             state.context.summaries[display] = result.summary
         else:
             state.context.summaries.pop(display, None)
-        if state.index is not None and result.digest is not None:
+        if state.index is not None and state.scope is not None and result.digest is not None:
             record_summary(state.index, state.scope, SourceFile(path, display, False), result)
+        return True
 
     def save(self) -> None:
-        for state in self.projects.values():
-            if state.index is not None:
+        for state in list(self.projects.values()):
+            if state.index is not None and state.complete.is_set():
                 state.index.save()
 
 
-# -- one open buffer ---------------------------------------------------------------------
+# -- what a lint showed -------------------------------------------------------------------------------
 
 
 @dataclass
-class Buffer:
-    """The last lint of an open document: what code actions and hover answer from."""
+class Cell:
+    """A notebook cell as it was linted."""
+
+    uri: str
+    kind: int
+    language: str
+    version: Optional[int]
+    text: str
+
+
+@dataclass
+class Lint:
+    """One lint of a document: a Python file, or a whole notebook."""
+
+    key: str  # the document's URI (a notebook's, for its cells)
+    version: Optional[int]
+    path: Path
+    display: str
+    text: str  # what was linted: the file's text, a notebook's JSON
+    cells: Optional[List[Cell]] = None  # a notebook's cells, markdown ones included
+    options: Optional[RunOptions] = None
+    context: Optional[ProjectContext] = None
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    notebook: Any = None  # engine.notebook.Notebook of `text`
+    complete: bool = True  # the project's summaries were all in
+
+
+@dataclass
+class View:
+    """What one document shows (a file, or one notebook cell): its text and diagnostics with
+    their offsets in it. Code actions and hover answer from it."""
 
     uri: str
     version: Optional[int]
     text: str
     lines: LineIndex
-    diagnostics: List[Diagnostic] = field(default_factory=list)
-    options: Optional[RunOptions] = None
-    path: Optional[Path] = None
-    display: str = ""
-    # The project phase's input: the project's options and the summaries of its
-    # other files; None while the project is still being indexed.
-    project: Optional[Tuple[RunOptions, ProjectContext]] = None
+    items: List[Tuple[Diagnostic, int, int]]
+    lint: Lint
 
 
-class _Protocol(LanguageServerProtocol):
-    """Answers a request whose params do not fit its method with an InvalidParams
-    error: pygls only logs it, and the client would wait for ever."""
+# -- the lint thread ------------------------------------------------------------------------------------
 
-    def structure_message(self, data):
+
+class Scheduler:
+    """The lint thread's work: lints of documents, each due once its debounce has passed (a
+    newer request for a document replaces the pending one), and jobs (the requests that need
+    a lint), in arrival order. `idle` is set while it runs nothing: the project loading
+    pauses for it."""
+
+    def __init__(self, lint: Callable[[str], None]) -> None:
+        self._lint = lint
+        self._condition = threading.Condition()
+        self._due: Dict[str, float] = {}
+        self._jobs: deque = deque()
+        self._stopped = False
+        self.idle = threading.Event()
+        self.idle.set()
+        self._thread = threading.Thread(target=self._loop, name="torchdet-lint", daemon=True)
+        self._thread.start()
+
+    def schedule(self, key: str, delay: float = 0.0) -> None:
+        with self._condition:
+            self._due[key] = time.monotonic() + delay
+            self._condition.notify()
+
+    def cancel(self, key: str) -> None:
+        with self._condition:
+            self._due.pop(key, None)
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._condition:
+            self._jobs.append(job)
+            self._condition.notify()
+
+    def stop(self) -> None:
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+
+    def waiting(self, event: threading.Event, timeout: float) -> bool:
+        """Wait for `event` from the lint thread, letting the project loading go on meanwhile."""
+        self.idle.set()
         try:
-            return super().structure_message(data)
-        except JsonRpcInvalidParams as error:
-            if not ("id" in data and "method" in data):
-                raise
-            self._send_response(data["id"], None, error.to_response_error())
-            return SimpleNamespace(jsonrpc=None)  # handle_message drops it
+            return event.wait(timeout)
+        finally:
+            self.idle.clear()
+
+    def _next(self) -> Optional[Callable[[], None]]:
+        with self._condition:
+            while not self._stopped:
+                if self._jobs:
+                    return self._jobs.popleft()
+                now = time.monotonic()
+                if self._due:
+                    key = min(self._due, key=self._due.__getitem__)
+                    if self._due[key] <= now:
+                        del self._due[key]
+                        return lambda: self._lint(key)
+                    self._condition.wait(self._due[key] - now)
+                else:
+                    self._condition.wait()
+            return None
+
+    def _loop(self) -> None:
+        while True:
+            work = self._next()
+            if work is None:
+                return
+            self.idle.clear()
+            try:
+                work()
+            except Exception:  # an engine bug must not take the editor's linter down
+                logger.exception("the lint thread's work failed")
+            finally:
+                self.idle.set()
 
 
-class TorchdetLanguageServer(LanguageServer):
-    def __init__(self, profile: Optional[str] = None) -> None:
-        super().__init__(
-            "torchdet-lint",
-            __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            protocol_cls=_Protocol,
-        )
-        self.buffers: Dict[str, Buffer] = {}
-        self.indexes: Dict[Path, WorkspaceIndex] = {}
+class Worker:
+    """One daemon thread running jobs in order: the project thread. (A pool's threads are
+    joined at interpreter exit; exiting must not wait for a large project still loading.)"""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def submit(self, job: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        self._jobs.put((job, future))
+        return future
+
+    def _loop(self) -> None:
+        while True:
+            job, future = self._jobs.get()
+            try:
+                future.set_result(job())
+            except Exception as error:
+                logger.exception("the project thread's work failed")
+                future.set_exception(error)
+
+
+# -- the server ----------------------------------------------------------------------------------------------
+
+
+class LanguageServer:
+    def __init__(self, connection: Connection, profile: Optional[str] = None) -> None:
+        self.connection = connection
+        self.documents = Documents()
+        self.lock = threading.RLock()  # the documents, views and indexes: changed on one thread, read on another
+        self.encoding = UTF16
+        self.client_capabilities: Dict[str, Any] = {}
         self.docs_url: Optional[str] = None  # initializationOptions.ruleDocsUrl, "{code}" replaced
         # `server --profile`: replaces every configuration's profile, as `check --profile` does.
         self.overrides: Callable[[Settings], Settings] = lambda settings: with_overrides(settings, profile=profile)
-        self._settings_cache: Dict[Path, Tuple[float, Settings]] = {}
-        self._pending: Dict[str, "asyncio.Task"] = {}
-        self._idle = threading.Event()  # no buffer lint pending: the indexing may go on
-        self._idle.set()
-        # One worker for buffer lints, another for indexing: a long index build
-        # never holds up the diagnostics of the file being edited.
-        self._lint_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchdet-lint")
-        self._index_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchdet-index")
+        self.indexes: Dict[Path, WorkspaceIndex] = {}
+        self.views: Dict[str, View] = {}  # by document URI (a file's, a cell's)
+        self.lints: Dict[str, Lint] = {}  # the last lint of each document (file or notebook)
+        self.shutting_down = False
+        self.scheduler = Scheduler(self.lint_and_publish)
+        self.projects = Worker("torchdet-index")
+        self._doc_files: Dict[str, Path] = {}
+        self._docs_to_write: List[str] = []
+        self.requests: Dict[str, Tuple[Callable[[Any], Any], bool]] = {
+            # method: (handler, answered on the lint thread)
+            "initialize": (self.initialize, False),
+            "shutdown": (self.shutdown, False),
+            "textDocument/codeAction": (self.code_action, True),
+            "textDocument/hover": (self.hover, True),
+        }
+        self.notifications: Dict[str, Callable[[Any], None]] = {
+            "initialized": self.initialized,
+            "textDocument/didOpen": self.did_open,
+            "textDocument/didChange": self.did_change,
+            "textDocument/didSave": self.did_save,
+            "textDocument/didClose": self.did_close,
+            "notebookDocument/didOpen": self.did_open_notebook,
+            "notebookDocument/didChange": self.did_change_notebook,
+            "notebookDocument/didSave": self.did_save_notebook,
+            "notebookDocument/didClose": self.did_close_notebook,
+            "workspace/didChangeWatchedFiles": self.did_change_watched_files,
+        }
 
-    # -- settings -----------------------------------------------------------------------
-    def settings_for(self, path: Path) -> Settings:
-        """The configuration of a file not yet indexed (read again when it changes on disk)."""
-        found = find_config(path.parent)
-        if found is None:
-            index = self.index_for(path)
-            return self.overrides(Settings(root=index.workspace.root_for(path.parent)[0] if index else path.parent))
-        mtime = found.stat().st_mtime
-        cached = self._settings_cache.get(found)
-        if cached is None or cached[0] != mtime:
-            cached = (mtime, self.overrides(validated(load_config_file(found))))
-            self._settings_cache[found] = cached
-        return cached[1]
-
-    def index_for(self, path: Path) -> Optional[WorkspaceIndex]:
-        best = None
-        for index in self.indexes.values():
-            if index.contains(path) and (best is None or len(str(index.root)) > len(str(best.root))):
-                best = index
-        return best
-
-    def index_or_new(self, path: Path) -> WorkspaceIndex:
-        """The workspace folder of a file; for a file outside every folder, its project
-        (the same root the command line would use), indexed in the background."""
-        index = self.index_for(path)
-        if index is None:
-            root = Workspace(path.parent).root_for(path.parent)[0]
-            index = self.indexes[root] = WorkspaceIndex(root, self._idle, self.overrides)
-            asyncio.get_running_loop().create_task(self.build_index(index))
-        return index
-
-    # -- linting --------------------------------------------------------------------------
-    def snapshot(self, uri: str) -> Optional[Buffer]:
-        """The document as it is now, with what its lint needs from the workspace
-        (copied here, on the event loop, so the lint can run in a worker thread)."""
-        document = self.workspace.get_text_document(uri)
-        try:
-            text = document.source
-        except (OSError, UnicodeDecodeError):  # never opened, and not readable on disk
-            return None
-        path = _path_of(uri)
-        if not _is_python(document.language_id, path):
-            return None
-        buffer = Buffer(uri, document.version, text, LineIndex(text), path=path)
-        index = self.index_or_new(path)
-        buffer.display = index.display(path)
-        if index.ready:
-            state = index.state_for(path)
-            if state is None:
-                self.load_project(index, path)  # a sub-project of the folder: indexed, then linted again
-            else:
-                context = state.context
-                buffer.project = (
-                    state.options,
-                    ProjectContext(
-                        {d: s for d, s in context.summaries.items() if d != buffer.display},
-                        {d: p for d, p in context.paths.items() if d != buffer.display},
-                    ),
-                )
-        return buffer
-
-    def lint_buffer(self, buffer: Buffer) -> Buffer:
-        """Fill in the buffer's diagnostics (safe to run in a worker thread)."""
-        try:
-            buffer.diagnostics = self._diagnostics(buffer)
-        except ConfigError as error:
-            buffer.diagnostics = [error_diagnostic(buffer.display, f"not analysed: {error}")]
-        except Exception as error:  # an engine bug must not take the editor's linter down
-            logger.exception("linting %s failed", buffer.uri)
-            buffer.diagnostics = [
-                error_diagnostic(buffer.display, f"not analysed: internal error: {type(error).__name__}: {error}")
-            ]
-        return buffer
-
-    def lint(self, uri: str) -> Optional[Buffer]:
-        """Lint a document now, on the event loop (for requests that need fresh results)."""
-        buffer = self.snapshot(uri)
-        if buffer is not None:
-            self.lint_buffer(buffer)
-            if uri in self.workspace.text_documents:  # open: kept for code actions and re-lints
-                self.buffers[uri] = buffer
-        return buffer
-
-    def current(self, uri: str) -> Optional[Buffer]:
-        """The last lint of a document if it is of its current version, else a fresh one."""
-        buffer = self.buffers.get(uri)
-        if buffer is not None and buffer.version == self.workspace.get_text_document(uri).version and buffer.version is not None:
-            return buffer
-        return self.lint(uri)
-
-    async def fresh(self, uri: str) -> Optional[Buffer]:
-        """The current lint of a document, waiting for a pending one (the event loop
-        keeps serving meanwhile) rather than linting again on the loop."""
-        for _ in range(100):  # each round, a newer edit replaced the pending lint
-            task = self._pending.get(uri)
-            if task is None:
-                break
-            await asyncio.wait({task})
-        return self.current(uri)
-
-    def _diagnostics(self, buffer: Buffer) -> List[Diagnostic]:
-        path = buffer.path
-        own_file = SourceFile(path, buffer.display, True)
-        if buffer.project is not None:
-            options, context = buffer.project
-        else:
-            options, context = make_options(self.settings_for(path), first_party_names([own_file])), None
-        buffer.options = options
-        module_name, is_package = module_name_for(path)
-        result = check_text(buffer.text, buffer.display, options, module_name, is_package)
-        result.source = SourceText(buffer.text)
-        # First: the project phase may drop file findings (TDL201); it waits for the project's summaries.
-        project = run_project_rules([result], [own_file], options, context) if context is not None else []
-        return apply_suppressions(result.diagnostics, buffer.text, options.settings, path) + project
-
-    def schedule(self, uri: str, delay: float = 0.0) -> None:
-        """Lint a document soon, in the worker thread, and publish the result; a newer
-        request for the same document replaces a pending one (typing is debounced)."""
-        pending = self._pending.pop(uri, None)
-        if pending is not None:
-            pending.cancel()
-        self._idle.clear()
-        self._pending[uri] = asyncio.get_running_loop().create_task(self._lint_and_publish(uri, delay))
-
-    async def _lint_and_publish(self, uri: str, delay: float) -> None:
-        task = asyncio.current_task()
-        try:
-            if delay:
-                await asyncio.sleep(delay)
-            buffer = self.snapshot(uri)
-            if buffer is not None:
-                await asyncio.get_running_loop().run_in_executor(self._lint_executor, self.lint_buffer, buffer)
-                if buffer.version != self.workspace.get_text_document(uri).version:
-                    return  # edited meanwhile: the lint of the new version is on its way
-                self.buffers[uri] = buffer
-            self.publish(uri, buffer)
-        finally:
-            if self._pending.get(uri) is task:
-                del self._pending[uri]
-            if not self._pending:
-                self._idle.set()
-
-    def publish(self, uri: str, buffer: Optional[Buffer]) -> None:
-        diagnostics = [] if buffer is None else [self.to_lsp(buffer, d) for d in buffer.diagnostics]
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=buffer.version if buffer else None)
-        )
-
-    def schedule_all(self) -> None:
-        """Re-lint every open document."""
-        for uri in list(self.workspace.text_documents):
-            self.schedule(uri)
-
-    # -- positions --------------------------------------------------------------------------
-    def units(self, text: str) -> int:
-        return self.workspace.position_codec.client_num_units(text)
-
-    def position(self, buffer: Buffer, line: int, column: int) -> types.Position:
-        """LSP position of a 1-based line and 0-based code-point column."""
-        if line > len(buffer.lines.starts):
-            last = len(buffer.lines.starts)
-            return types.Position(line=last - 1, character=self.units(buffer.lines.line_text(last)))
-        text = buffer.lines.line_text(line)
-        return types.Position(line=line - 1, character=self.units(text[: max(column, 0)]))
-
-    def offset_position(self, buffer: Buffer, offset: int) -> types.Position:
-        line, column = buffer.lines.position(offset)
-        return self.position(buffer, line, column)
-
-    def offset_of(self, buffer: Buffer, position: types.Position) -> int:
-        """Code-point offset of a client position (clamped into the text)."""
-        line = min(max(position.line, 0), len(buffer.lines.starts) - 1) + 1
-        text = buffer.lines.line_text(line)
-        units = 0
-        column = 0
-        for char in text:
-            if units >= position.character:
-                break
-            units += self.units(char)
-            column += 1
-        return buffer.lines.offset(line, column)
-
-    def diagnostic_offsets(self, buffer: Buffer, d: Diagnostic) -> Tuple[int, int]:
-        start = buffer.lines.offset(d.line, d.column - 1)
-        end = buffer.lines.offset(d.end_line, d.end_column - 1)
-        if end <= start:  # a point (a syntax error, a project finding): the rest of the line
-            line, _ = buffer.lines.position(start)
-            end = buffer.lines.offset(line, 0) + len(buffer.lines.line_text(line))
-        return start, max(end, start)
-
-    def to_lsp(self, buffer: Buffer, d: Diagnostic) -> types.Diagnostic:
-        start, end = self.diagnostic_offsets(buffer, d)
-        rule = all_rules().get(d.code)
-        return types.Diagnostic(
-            range=types.Range(start=self.offset_position(buffer, start), end=self.offset_position(buffer, end)),
-            message=d.message,
-            severity=types.DiagnosticSeverity.Error if d.code == PARSE_ERROR_CODE else types.DiagnosticSeverity.Warning,
-            code=d.code,
-            code_description=types.CodeDescription(href=self.rule_docs_url(d.code)) if rule else None,
-            source=SOURCE,
-            data={"name": d.name, "fix": d.fix.applicability.value if d.fix else None},
-        )
-
-    def rule_docs_url(self, code: str) -> str:
-        """Where the rule's documentation is: the configured URL, else a local Markdown file."""
-        if self.docs_url:
-            return self.docs_url.replace("{code}", code)
-        return from_fs_path(str(_rule_doc_file(code)))
-
-    def edits_to_lsp(self, buffer: Buffer, edits: Iterable[Edit]) -> List[types.TextEdit]:
-        return [
-            types.TextEdit(
-                range=types.Range(start=self.offset_position(buffer, e.start), end=self.offset_position(buffer, e.end)),
-                new_text=e.content,
-            )
-            for e in edits
-        ]
-
-    def workspace_edit(self, buffer: Buffer, edits: List[types.TextEdit]) -> types.WorkspaceEdit:
-        capabilities = self.client_capabilities
-        document_changes = bool(
-            capabilities
-            and capabilities.workspace
-            and capabilities.workspace.workspace_edit
-            and capabilities.workspace.workspace_edit.document_changes
-        )
-        if document_changes:
-            identifier = types.OptionalVersionedTextDocumentIdentifier(uri=buffer.uri, version=buffer.version)
-            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)])
-        return types.WorkspaceEdit(changes={buffer.uri: edits})
-
-    # -- code actions ------------------------------------------------------------------------
-    def code_actions(self, buffer: Optional[Buffer], params: types.CodeActionParams) -> List[types.CodeAction]:
-        if buffer is None:
-            return []
-        only = params.context.only
-        actions: List[types.CodeAction] = []
-        start = self.offset_of(buffer, params.range.start)
-        end = self.offset_of(buffer, params.range.end)
-        if _kind_wanted(only, types.CodeActionKind.QuickFix):
-            for d in buffer.diagnostics:
-                if d.code == PARSE_ERROR_CODE:
-                    continue
-                d_start, d_end = self.diagnostic_offsets(buffer, d)
-                if not (d_start <= end and start <= d_end):
-                    continue
-                lsp_diagnostic = self.to_lsp(buffer, d)
-                if d.fix is not None:
-                    unsafe = d.fix.applicability is Applicability.UNSAFE
-                    actions.append(
-                        types.CodeAction(
-                            title=f"{d.code}: {d.fix.title}" + (" (unsafe)" if unsafe else ""),
-                            kind=types.CodeActionKind.QuickFix,
-                            diagnostics=[lsp_diagnostic],
-                            is_preferred=not unsafe,
-                            edit=self.workspace_edit(buffer, self.edits_to_lsp(buffer, d.fix.edits)),
-                        )
-                    )
-                noqa = noqa_edit(buffer.text, buffer.lines, d.line, d.code)
-                if noqa is not None:
-                    actions.append(
-                        types.CodeAction(
-                            title=f"{d.code}: Suppress with `# noqa: {d.code}`",
-                            kind=types.CodeActionKind.QuickFix,
-                            diagnostics=[lsp_diagnostic],
-                            edit=self.workspace_edit(buffer, self.edits_to_lsp(buffer, [noqa])),
-                        )
-                    )
-        if _kind_wanted(only, FIX_ALL_KIND):
-            edit = self.fix_all_edit(buffer)
-            if edit is not None:
-                actions.append(
-                    types.CodeAction(
-                        title="torchdet-lint: Fix all safe fixes",
-                        kind=FIX_ALL_KIND,
-                        edit=self.workspace_edit(buffer, self.edits_to_lsp(buffer, [edit])),
-                    )
-                )
-        return actions
-
-    def fix_all_edit(self, buffer: Buffer) -> Optional[Edit]:
-        """One edit turning the buffer into its text with every safe fix applied."""
-        if not any(d.fix is not None and d.fix.applicability is Applicability.SAFE for d in buffer.diagnostics):
-            return None
-        text = buffer.text
-        diagnostics = buffer.diagnostics
-        for _ in range(MAX_FIX_ROUNDS):
-            fixed, _, _ = apply_fixes(text, [d for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE])
-            if fixed == text:
-                break
-            text = fixed
-            scratch = Buffer(
-                buffer.uri,
-                buffer.version,
-                text,
-                LineIndex(text),
-                path=buffer.path,
-                display=buffer.display,
-                project=buffer.project,
-            )
-            diagnostics = self._diagnostics(scratch)
-            if any(d.code == PARSE_ERROR_CODE for d in diagnostics):
-                return None  # never offer a fix that breaks the file
-        if text == buffer.text:
-            return None
-        prefix = len(os.path.commonprefix([buffer.text, text]))
-        suffix = len(os.path.commonprefix([buffer.text[prefix:][::-1], text[prefix:][::-1]]))
-        return Edit(prefix, len(buffer.text) - suffix, text[prefix : len(text) - suffix])
-
-    # -- hover ---------------------------------------------------------------------------------
-    def hover(self, buffer: Optional[Buffer], params: types.HoverParams) -> Optional[types.Hover]:
-        from torchdet_lint.docs import rule_markdown
-
-        if buffer is None:
-            return None
-        offset = self.offset_of(buffer, params.position)
-        codes: List[str] = []
-        hover_range = None
-        line, column = buffer.lines.position(offset)
-        for match in _RULE_CODE_RE.finditer(buffer.lines.line_text(line)):
-            if match.start() <= column <= match.end():  # a code in a noqa comment
-                codes.append(match.group(0))
-                hover_range = types.Range(
-                    start=self.position(buffer, line, match.start()), end=self.position(buffer, line, match.end())
-                )
-        for d in buffer.diagnostics:
-            start, end = self.diagnostic_offsets(buffer, d)
-            if start <= offset <= end and d.code not in codes:
-                codes.append(d.code)
-                hover_range = hover_range or types.Range(
-                    start=self.offset_position(buffer, start), end=self.offset_position(buffer, end)
-                )
-        rules = all_rules()
-        texts = [rule_markdown(rules[code]) for code in codes if code in rules]
-        if not texts:
-            return None
-        return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n\n".join(texts)),
-            range=hover_range,
-        )
-
-    # -- the workspace index ------------------------------------------------------------------------
-    async def build_indexes(self) -> None:
-        for index in list(self.indexes.values()):
-            await self.build_index(index, relint=False)
-        self.schedule_all()
-
-    async def build_index(self, index: WorkspaceIndex, relint: bool = True) -> None:
-        try:
-            await asyncio.get_running_loop().run_in_executor(self._index_executor, index.build)
-        except Exception:  # a broken file tree must not stop the buffers being linted
-            logger.exception("indexing %s failed", index.root)
-            index.ready = True
-        for path in sorted(index.stale):
-            index.update(path)
-        index.stale.clear()
-        if relint:
-            self.schedule_all()
-
-    def load_project(self, index: WorkspaceIndex, path: Path) -> None:
-        """Index the project of a file in the background, then lint the open documents again."""
-
-        async def load() -> None:
+    # -- the message loop ---------------------------------------------------------------------------
+    def serve(self) -> int:
+        """Answer messages until `exit` (0 after `shutdown`, 1 without) or the end of the input."""
+        while True:
             try:
-                await asyncio.get_running_loop().run_in_executor(self._index_executor, index.load, path.parent)
-            except Exception:
-                logger.exception("indexing the project of %s failed", path)
-                return
-            self.schedule_all()
+                message = self.connection.read()
+            except ValueError as error:
+                logger.error("a message that is not JSON: %s", error)
+                continue
+            if message is None:
+                return 0 if self.shutting_down else 1
+            if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+                continue  # a response (the server asks nothing), or nonsense
+            method = message["method"]
+            if method == "exit":
+                return 0 if self.shutting_down else 1
+            if "id" in message:
+                self.request(message["id"], method, message.get("params"))
+            else:
+                handler = self.notifications.get(method)
+                if handler is not None:
+                    try:
+                        handler(message.get("params"))
+                    except ResponseError as error:
+                        logger.error("%s: %s", method, error.message)
+                    except Exception:
+                        logger.exception("%s failed", method)
 
-        asyncio.get_running_loop().create_task(load())
+    def request(self, request_id: Any, method: str, params: Any) -> None:
+        found = self.requests.get(method)
+        if found is None:
+            self.connection.respond_error(request_id, METHOD_NOT_FOUND, f"unknown method: {method}")
+            return
+        handler, on_lint_thread = found
+
+        def answer() -> None:
+            try:
+                result = handler(params)
+            except ResponseError as error:
+                self.connection.respond_error(request_id, error.code, error.message)
+            except Exception as error:
+                logger.exception("%s failed", method)
+                self.connection.respond_error(request_id, INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            else:
+                self.connection.respond(request_id, result)
+
+        if on_lint_thread:
+            self.scheduler.submit(answer)
+        else:
+            answer()
+
+    # -- life cycle ---------------------------------------------------------------------------------------
+    def initialize(self, params: Any) -> dict:
+        capabilities = param(params, "capabilities", dict, {})
+        self.client_capabilities = capabilities
+        offered = param(param(capabilities, "general", dict, {}), "positionEncodings", list, [])
+        self.encoding = next((encoding for encoding in offered if encoding in (UTF16, UTF8, UTF32)), UTF16)
+        options = params.get("initializationOptions")
+        if isinstance(options, dict) and isinstance(options.get("ruleDocsUrl"), str):
+            self.docs_url = options["ruleDocsUrl"]
+        folders = [param(folder, "uri", str) for folder in param(params, "workspaceFolders", list, [])]
+        if not folders and isinstance(params.get("rootUri"), str):
+            folders = [params["rootUri"]]
+        for uri in folders:
+            path = uri_to_path(uri)
+            if path and os.path.isdir(path):
+                root = Path(path).resolve()
+                with self.lock:
+                    self.indexes[root] = WorkspaceIndex(root, self.overrides)
+        return {
+            "capabilities": {
+                "positionEncoding": self.encoding,
+                "textDocumentSync": {"openClose": True, "change": 2, "save": {"includeText": False}},
+                # No `cells` filter: the markdown cells come too, so cells are numbered as Jupyter numbers them.
+                "notebookDocumentSync": {"notebookSelector": [{"notebook": {"notebookType": NOTEBOOK_TYPE}}], "save": True},
+                "hoverProvider": True,
+                "codeActionProvider": {"codeActionKinds": [QUICK_FIX_KIND, FIX_ALL_KIND], "resolveProvider": False},
+            },
+            "serverInfo": {"name": SOURCE, "version": __version__},
+        }
+
+    def initialized(self, params: Any) -> None:
+        with self.lock:
+            indexes = list(self.indexes.values())
+        for index in indexes:  # their own projects start loading before any document asks
+            self.project_state(index, index.root)
+
+    def shutdown(self, params: Any) -> None:
+        self.shutting_down = True
+        with self.lock:
+            indexes = list(self.indexes.values())
+        for index in indexes:
+            index.cancelled.set()
+        self.scheduler.stop()
+        saved = self.projects.submit(lambda: [index.save() for index in indexes])
+        try:
+            saved.result(timeout=5)  # after the loading under way stops (between two files)
+        except Exception:
+            logger.warning("the summary index was not saved at shutdown")
+        return None
+
+    # -- documents ---------------------------------------------------------------------------------------------
+    def did_open(self, params: Any) -> None:
+        with self.lock:
+            document = self.documents.open_text(params)
+        self.scheduler.schedule(document.uri)
+
+    def did_change(self, params: Any) -> None:
+        with self.lock:
+            document = self.documents.change_text(params, self.encoding)
+            owner = self.documents.cell_owner.get(document.uri) if document is not None else None
+        if document is not None:
+            self.scheduler.schedule(owner or document.uri, CHANGE_DELAY)
+
+    def did_save(self, params: Any) -> None:
+        uri = param(param(params, "textDocument", dict), "uri", str)
+        path = _path_of(uri)
+        if path.name == "pyproject.toml":
+            self.reload_configuration()
+        else:
+            self.file_changed(path)
+        self.scheduler.schedule(uri)
+
+    def did_close(self, params: Any) -> None:
+        with self.lock:
+            document = self.documents.close_text(params)
+            if document is None:
+                return
+            self.views.pop(document.uri, None)
+            self.lints.pop(document.uri, None)
+        self.scheduler.cancel(document.uri)
+        self.publish(document.uri, None, [])
+
+    def did_open_notebook(self, params: Any) -> None:
+        with self.lock:
+            notebook = self.documents.open_notebook(params)
+        self.scheduler.schedule(notebook.uri)
+
+    def did_change_notebook(self, params: Any) -> None:
+        with self.lock:
+            notebook, closed = self.documents.change_notebook(params, self.encoding)
+            for uri in closed:
+                self.views.pop(uri, None)
+        for uri in closed:
+            self.publish(uri, None, [])
+        if notebook is not None:
+            edited = bool(param(param(params, "change", dict), "cells", dict, {}).get("textContent"))
+            self.scheduler.schedule(notebook.uri, CHANGE_DELAY if edited else 0.0)
+
+    def did_save_notebook(self, params: Any) -> None:
+        uri = param(param(params, "notebookDocument", dict), "uri", str)
+        path = uri_to_path(uri)
+        if path:
+            self.file_changed(Path(path))
+        self.scheduler.schedule(uri)
+
+    def did_close_notebook(self, params: Any) -> None:
+        with self.lock:
+            notebook, cells = self.documents.close_notebook(params)
+            for uri in cells:
+                self.views.pop(uri, None)
+            if notebook is not None:
+                self.lints.pop(notebook.uri, None)
+        if notebook is not None:
+            self.scheduler.cancel(notebook.uri)
+        for uri in cells:
+            self.publish(uri, None, [])
+
+    def did_change_watched_files(self, params: Any) -> None:
+        for change in param(params, "changes", list):
+            path = uri_to_path(param(change, "uri", str))
+            if path and Path(path).name == "pyproject.toml":
+                self.reload_configuration()
+            elif path and Path(path).suffix in PYTHON_SUFFIXES + (".ipynb",):
+                self.file_changed(Path(path))
+
+    def open_keys(self) -> List[str]:
+        """Every open document the server lints: Python files, and notebooks (not their cells)."""
+        with self.lock:
+            files = [uri for uri in self.documents.texts if uri not in self.documents.cell_owner]
+            return files + list(self.documents.notebooks)
+
+    def schedule_all(self, keys: Optional[Iterable[str]] = None) -> None:
+        for key in self.open_keys() if keys is None else keys:
+            self.scheduler.schedule(key)
+
+    # -- projects ------------------------------------------------------------------------------------------------
+    def index_for(self, path: Path) -> WorkspaceIndex:
+        """The workspace folder of a file; for a file outside every folder, its project
+        (the root the command line would use)."""
+        with self.lock:
+            found = [index for index in self.indexes.values() if index.contains(path)]
+            if found:
+                return max(found, key=lambda index: len(str(index.root)))
+        root = Workspace(path.parent).root_for(path.parent)[0]
+        with self.lock:
+            return self.indexes.setdefault(root, WorkspaceIndex(root, self.overrides))
+
+    def project_state(self, index: WorkspaceIndex, directory: Path) -> ProjectState:
+        """The project of `directory`, its loading started on the project thread if needed."""
+        root = index.workspace.root_for(directory)[0]
+        with self.lock:
+            state = index.projects.get(root)
+            if state is not None:
+                return state
+            state = index.projects[root] = ProjectState(root, time.monotonic() + FIRST_PUBLISH_WAIT)
+
+        def pause() -> bool:
+            self.scheduler.idle.wait(timeout=IDLE_WAIT)
+            return not index.cancelled.is_set()
+
+        def load() -> None:
+            started = time.perf_counter()
+            index.load(state, directory, pause)
+            context = state.context
+            logger.debug(
+                "project %s loaded in %.3f s: %d summaries, %d computed",
+                root,
+                time.perf_counter() - started,
+                len(context.summaries) if context else 0,
+                context.computed if context else 0,
+            )
+            self.relint_incomplete()
+
+        self.projects.submit(load)
+        return state
+
+    def relint_incomplete(self) -> None:
+        """Lint again the documents whose last lint lacked summaries that are now in."""
+        with self.lock:
+            keys = [key for key, lint in self.lints.items() if not lint.complete]
+        self.schedule_all(keys)
 
     def file_changed(self, path: Path) -> None:
-        if path.name == "__init__.py":
-            forget_packages()
-        index = self.index_for(path)
-        if index is not None:
-            index.update(path)
+        """A file changed on disk: its summary again (on the project thread), then every open document."""
+
+        def update() -> None:
+            if path.name == "__init__.py":
+                forget_packages()
+            with self.lock:
+                indexes = [index for index in self.indexes.values() if index.contains(path)]
+            for index in indexes:
+                index.update(path)
+            self.schedule_all()
+
+        self.projects.submit(update)
 
     def reload_configuration(self) -> None:
-        """A configuration changed: every project is indexed again with it."""
-        for root, index in list(self.indexes.items()):
-            index.cancelled.set()
-            fresh = self.indexes[root] = WorkspaceIndex(root, self._idle, self.overrides)
-            asyncio.get_running_loop().create_task(self.build_index(fresh))
+        """A configuration changed: every project is loaded again with it."""
+        with self.lock:
+            for root, index in list(self.indexes.items()):
+                index.cancelled.set()
+                self.indexes[root] = WorkspaceIndex(root, self.overrides)
+        self.schedule_all()
+
+    # -- linting (on the lint thread) ------------------------------------------------------------------------
+    def snapshot(self, key: str) -> Optional[Lint]:
+        """The document as it is now, to be linted."""
+        with self.lock:
+            notebook = self.documents.notebooks.get(key)
+            if notebook is not None:
+                return self._notebook_snapshot(notebook)
+            document = self.documents.texts.get(key)
+            if document is None or key in self.documents.cell_owner:
+                return None
+            path = _path_of(key)
+            if not _is_python(document.language_id, path):
+                return None
+            return Lint(key, document.version, path, "", document.text)
+
+    def _notebook_snapshot(self, notebook: NotebookDocument) -> Lint:
+        cells = []
+        for cell in notebook.cells:
+            document = self.documents.texts.get(cell.document)
+            text = document.text if document is not None else ""
+            language = document.language_id if document is not None else ""
+            cells.append(Cell(cell.document, cell.kind, language, document.version if document else None, text))
+        path = uri_to_path(notebook.uri)
+        path = Path(path) if path else Path.cwd() / "untitled.ipynb"
+        return Lint(notebook.uri, notebook.version, path, "", notebook_json(notebook.metadata, cells), cells=cells)
+
+    def current(self, lint: Lint) -> bool:
+        """Whether the document is still what `lint` linted."""
+        with self.lock:
+            if lint.cells is not None:
+                notebook = self.documents.notebooks.get(lint.key)
+                if notebook is None or notebook.version != lint.version or len(notebook.cells) != len(lint.cells):
+                    return False
+                documents = [self.documents.texts.get(cell.uri) for cell in lint.cells]
+                return all(d is not None and d.text == cell.text for d, cell in zip(documents, lint.cells))
+            document = self.documents.texts.get(lint.key)
+            return document is not None and document.version == lint.version and document.text == lint.text
+
+    def lint_and_publish(self, key: str) -> None:
+        lint = self.snapshot(key)
+        if lint is None:
+            return
+        started = time.perf_counter()
+        self.lint(lint)
+        logger.debug("linted %s (version %s) in %.3f s", key, lint.version, time.perf_counter() - started)
+        views = self.views_of(lint)
+        # Published under the lock: a document closed meanwhile never gets diagnostics back.
+        with self.lock:
+            if not self.current(lint):
+                return  # edited meanwhile: the lint of the new version is due
+            self.lints[key] = lint
+            for view in views:
+                self.views[view.uri] = view
+                self.publish(view.uri, view.version, [self.to_lsp(view, d, start, end) for d, start, end in view.items])
+        self.write_rule_docs()
+
+    def lint(self, lint: Lint) -> None:
+        """Fill in a lint's diagnostics: the document inside its project, as `check` sees it."""
+        lint.display = display_path(lint.path)
+        try:
+            index = self.index_for(lint.path)
+            lint.display = index.display(lint.path)
+            file = SourceFile(lint.path, lint.display, True)
+            state = self.project_state(index, lint.path.parent)
+            if not state.complete.is_set():
+                self.scheduler.waiting(state.complete, max(0.0, state.deadline - time.monotonic()))
+            if state.error is not None:
+                raise ConfigError(state.error)
+            lint.complete = state.complete.is_set()
+            if state.options is not None and state.context is not None:
+                options = state.options
+                # Copied here: the project thread changes these dicts while this one reads them.
+                context = ProjectContext(dict(state.context.summaries), dict(state.context.paths))
+            else:  # the project's files are still being listed: the file alone for now
+                options, context = make_options(index.workspace.scope_for(lint.path.parent).settings), None
+            lint.options, lint.context = options, context
+            result = run(
+                [file], options, context=context, texts={file.display: SourceText(lint.text)}, project=context is not None
+            )
+            lint.diagnostics = result.diagnostics
+            lint.notebook = getattr(result.files[0].source, "notebook", None)
+        except ConfigError as error:
+            lint.diagnostics = [error_diagnostic(lint.display, f"not analysed: {error}")]
+        except Exception as error:  # an engine bug must not take the editor's linter down
+            logger.exception("linting %s failed", lint.key)
+            lint.diagnostics = [error_diagnostic(lint.display, f"not analysed: internal error: {type(error).__name__}: {error}")]
+
+    def views_of(self, lint: Lint) -> List[View]:
+        if lint.cells is None:
+            return [self.view(lint.key, lint.version, lint.text, lint.diagnostics, lint)]
+        by_cell: Dict[int, List[Diagnostic]] = {}
+        for d in lint.diagnostics:  # a finding on no cell (the notebook unreadable) shows on the first
+            by_cell.setdefault(d.cell or 1, []).append(d)
+        return [
+            self.view(cell.uri, cell.version, cell.text, by_cell.get(number, []), lint)
+            for number, cell in enumerate(lint.cells, 1)
+            if cell.kind == CODE_CELL or number in by_cell
+        ]
+
+    def view(self, uri: str, version: Optional[int], text: str, diagnostics: List[Diagnostic], lint: Lint) -> View:
+        lines = LineIndex(text)
+        items = []
+        for d in diagnostics:
+            start = lines.offset(d.line, d.column - 1)
+            end = lines.offset(d.end_line, d.end_column - 1)
+            if end <= start:  # a point (a syntax error, a project finding): the rest of the line
+                line, _ = lines.position(start)
+                end = lines.offset(line, 0) + len(lines.line_text(line))
+            items.append((d, start, max(end, start)))
+        return View(uri, version, text, lines, items, lint)
+
+    def fresh_view(self, uri: str) -> Optional[View]:
+        """The view of a document from a lint of its current text (linted now if needed)."""
+        with self.lock:
+            key = self.documents.cell_owner.get(uri, uri)
+            lint = self.lints.get(key)
+        if lint is None or not self.current(lint):
+            self.scheduler.cancel(key)
+            self.lint_and_publish(key)
+        with self.lock:
+            return self.views.get(uri)
+
+    def publish(self, uri: str, version: Optional[int], diagnostics: List[dict]) -> None:
+        params: Dict[str, Any] = {"uri": uri, "diagnostics": diagnostics}
+        if version is not None:
+            params["version"] = version
+        self.connection.notify("textDocument/publishDiagnostics", params)
+
+    # -- positions ---------------------------------------------------------------------------------------------
+    def position(self, view: View, offset: int) -> dict:
+        line, column = view.lines.position(min(max(offset, 0), len(view.text)))
+        return {"line": line - 1, "character": units(view.lines.line_text(line)[:column], self.encoding)}
+
+    def range(self, view: View, start: int, end: int) -> dict:
+        return {"start": self.position(view, start), "end": self.position(view, end)}
+
+    def offset_of(self, view: View, position: Any) -> int:
+        """The code-point offset of a client position (clamped into the text)."""
+        line, character = position_of(position)
+        line = min(line, len(view.lines.starts) - 1) + 1
+        return view.lines.offset(line, column_of(view.lines.line_text(line), character, self.encoding))
+
+    def to_lsp(self, view: View, d: Diagnostic, start: int, end: int) -> dict:
+        diagnostic = {
+            "range": self.range(view, start, end),
+            "message": d.message,
+            "severity": 1 if d.code == PARSE_ERROR_CODE else 2,
+            "code": d.code,
+            "source": SOURCE,
+            "data": {"name": d.name, "fix": d.fix.applicability.value if d.fix else None},
+        }
+        if d.code in all_rules():
+            diagnostic["codeDescription"] = {"href": self.rule_docs_url(d.code)}
+        return diagnostic
+
+    # -- rule documentation -------------------------------------------------------------------------------------
+    def rule_docs_url(self, code: str) -> str:
+        """Where the rule's documentation is: the configured URL, else a local Markdown file
+        (written after the diagnostics are out: rendering it is not on the way to them)."""
+        if self.docs_url:
+            return self.docs_url.replace("{code}", code)
+        path = self._doc_files.get(code)
+        if path is None:
+            path = self._doc_files[code] = user_cache_directory() / __version__ / "rules" / f"{code}.md"
+            self._docs_to_write.append(code)
+        return path_to_uri(str(path))
+
+    def write_rule_docs(self) -> None:
+        """The rule documentation files named so far (once per process: a development install
+        whose docstring changed under the same version rewrites them)."""
+        if not self._docs_to_write:
+            return
+        from torchdet_lint.docs import rule_markdown
+
+        rules = all_rules()
+        while self._docs_to_write:
+            code = self._docs_to_write.pop()
+            path = self._doc_files[code]
+            text = rule_markdown(rules[code])
+            try:
+                if not path.exists() or path.read_text(encoding="utf-8") != text:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(text, encoding="utf-8")
+            except OSError:  # no writable cache directory: the next publish names a temporary file
+                self._doc_files[code] = Path(tempfile.gettempdir()) / f"torchdet-lint-{__version__}-{code}.md"
+                self._doc_files[code].write_text(text, encoding="utf-8")
+
+    # -- code actions (on the lint thread) -----------------------------------------------------------------------
+    def code_action(self, params: Any) -> List[dict]:
+        uri = param(param(params, "textDocument", dict), "uri", str)
+        where = param(params, "range", dict)
+        position_of(param(where, "start", dict))
+        position_of(param(where, "end", dict))
+        only = param(param(params, "context", dict), "only", list, None)
+        view = self.fresh_view(uri)
+        if view is None:
+            return []
+        start, end = self.offset_of(view, where["start"]), self.offset_of(view, where["end"])
+        actions: List[dict] = []
+        if _kind_wanted(only, QUICK_FIX_KIND):
+            for d, d_start, d_end in view.items:
+                if d.code == PARSE_ERROR_CODE or not (d_start <= end and start <= d_end):
+                    continue
+                lsp_diagnostic = self.to_lsp(view, d, d_start, d_end)
+                if d.fix is not None:
+                    edit = self.fix_edit(view, d.fix.edits)
+                    if edit is not None:
+                        unsafe = d.fix.applicability is Applicability.UNSAFE
+                        actions.append(
+                            {
+                                "title": f"{d.code}: {d.fix.title}" + (" (unsafe)" if unsafe else ""),
+                                "kind": QUICK_FIX_KIND,
+                                "diagnostics": [lsp_diagnostic],
+                                "isPreferred": not unsafe,
+                                "edit": edit,
+                            }
+                        )
+                noqa = noqa_edit(view.text, view.lines, d.line, d.code)
+                if noqa is not None:
+                    actions.append(
+                        {
+                            "title": f"{d.code}: Suppress with `# noqa: {d.code}`",
+                            "kind": QUICK_FIX_KIND,
+                            "diagnostics": [lsp_diagnostic],
+                            "edit": self.workspace_edit({view.uri: (view, [noqa])}),
+                        }
+                    )
+        if _kind_wanted(only, FIX_ALL_KIND):
+            edit = self.fix_all_edit(view)
+            if edit is not None:
+                actions.append({"title": "torchdet-lint: Fix all safe fixes", "kind": FIX_ALL_KIND, "edit": edit})
+        return actions
+
+    def fix_edit(self, view: View, edits: Sequence[Edit]) -> Optional[dict]:
+        """A fix's edits as a WorkspaceEdit (a notebook's may touch several cells)."""
+        lint = view.lint
+        if lint.cells is None:
+            return self.workspace_edit({view.uri: (view, list(edits))})
+        try:
+            new_json = lint.notebook.apply_edits(edits)
+        except (ValueError, AttributeError):  # it would break a magic, or span cells
+            return None
+        return self.notebook_edit(lint, new_json)
+
+    def fix_all_edit(self, view: View) -> Optional[dict]:
+        """The document (a notebook: the cell asked about) with every safe fix applied."""
+        lint = view.lint
+        if lint.options is None or not any(d.fix and d.fix.applicability is Applicability.SAFE for d in lint.diagnostics):
+            return None
+        from torchdet_lint.engine.fixer import fix_text
+
+        file = SourceFile(lint.path, lint.display, True)
+        # fix_text never keeps a round that breaks the file; what it cannot fix stays as it is.
+        data, _, count = fix_text(
+            SourceText(lint.text), file.path, file.display, lint.options, context=lint.context, on_error=logger.info
+        )
+        new_text = data.decode("utf-8")
+        if not count or new_text == lint.text:
+            return None
+        if lint.cells is None:
+            return self.workspace_edit({view.uri: (view, [_replacement(view.text, new_text)])})
+        edit = self.notebook_edit(lint, new_json=new_text, only=view.uri)
+        return edit
+
+    def notebook_edit(self, lint: Lint, new_json: str, only: Optional[str] = None) -> Optional[dict]:
+        """The cell edits turning the notebook `lint` linted into `new_json` (only cell `only`'s)."""
+        from torchdet_lint.engine.notebook import NotebookError, load_notebook
+
+        try:
+            cells = json.loads(new_json)["cells"]
+            load_notebook(new_json)
+        except (ValueError, KeyError, TypeError, NotebookError):
+            return None
+        changes: Dict[str, Tuple[View, List[Edit]]] = {}
+        for cell, new in zip(lint.cells or [], cells):
+            source = new.get("source", "")
+            text = "".join(source) if isinstance(source, list) else source
+            if text != cell.text and (only is None or cell.uri == only):
+                view = self.views.get(cell.uri) or self.view(cell.uri, cell.version, cell.text, [], lint)
+                changes[cell.uri] = (view, [_replacement(cell.text, text)])
+        return self.workspace_edit(changes) if changes else None
+
+    def workspace_edit(self, changes: Dict[str, Tuple[View, List[Edit]]]) -> dict:
+        text_edits = {
+            uri: [{"range": self.range(view, e.start, e.end), "newText": e.content} for e in edits]
+            for uri, (view, edits) in changes.items()
+        }
+        workspace = self.client_capabilities.get("workspace") if isinstance(self.client_capabilities, dict) else None
+        edit_capabilities = workspace.get("workspaceEdit") if isinstance(workspace, dict) else None
+        if isinstance(edit_capabilities, dict) and edit_capabilities.get("documentChanges"):
+            return {
+                "documentChanges": [
+                    {"textDocument": {"uri": uri, "version": changes[uri][0].version}, "edits": edits}
+                    for uri, edits in text_edits.items()
+                ]
+            }
+        return {"changes": text_edits}
+
+    # -- hover (on the lint thread) ---------------------------------------------------------------------------------
+    def hover(self, params: Any) -> Optional[dict]:
+        uri = param(param(params, "textDocument", dict), "uri", str)
+        position = param(params, "position", dict)
+        position_of(position)
+        # The last lint answers at once (documentation does not need the newest ranges).
+        with self.lock:
+            view = self.views.get(uri)
+        view = view or self.fresh_view(uri)
+        if view is None:
+            return None
+        offset = self.offset_of(view, position)
+        codes: List[str] = []
+        hover_range = None
+        line, column = view.lines.position(offset)
+        line_start = view.lines.offset(line, 0)
+        for match in _RULE_CODE_RE.finditer(view.lines.line_text(line)):
+            if match.start() <= column <= match.end():  # a code in a noqa comment
+                codes.append(match.group(0))
+                hover_range = self.range(view, line_start + match.start(), line_start + match.end())
+        for d, start, end in view.items:
+            if start <= offset <= end and d.code not in codes:
+                codes.append(d.code)
+                hover_range = hover_range or self.range(view, start, end)
+        rules = all_rules()
+        codes = [code for code in codes if code in rules]
+        if not codes:
+            return None
+        from torchdet_lint.docs import rule_markdown
+
+        text = "\n---\n\n".join(rule_markdown(rules[code]) for code in codes)
+        return {"contents": {"kind": "markdown", "value": text}, "range": hover_range}
 
 
-# -- helpers ---------------------------------------------------------------------------------
+# -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+def notebook_json(metadata: Dict[str, Any], cells: Sequence[Cell]) -> str:
+    """The notebook file the cells make (as Jupyter writes one), for the engine to lint as `check`
+    lints the file: every cell counts in the numbering, markdown ones included."""
+    entries = []
+    for cell in cells:
+        kind = "markdown" if cell.kind == MARKUP_CELL else ("raw" if cell.language == "raw" else "code")
+        entries.append({"cell_type": kind, "metadata": {}, "source": cell.text})
+    return json.dumps({"cells": entries, "metadata": _kernel(metadata, cells), "nbformat": 4, "nbformat_minor": 5})
+
+
+def _kernel(metadata: Dict[str, Any], cells: Sequence[Cell]) -> Dict[str, Any]:
+    """The notebook's kernel language: from its metadata as the client keeps it (VS Code nests
+    the file's under `metadata` or `custom.metadata`), else from its code cells' language."""
+    custom = metadata.get("custom")
+    for candidate in (metadata, metadata.get("metadata"), custom.get("metadata") if isinstance(custom, dict) else None):
+        if isinstance(candidate, dict) and ("kernelspec" in candidate or "language_info" in candidate):
+            return {key: candidate[key] for key in ("kernelspec", "language_info") if key in candidate}
+    languages = [cell.language.lower() for cell in cells if cell.kind == CODE_CELL and cell.language not in ("", "raw")]
+    if languages and not any(language in ("python", "ipython") for language in languages):
+        return {"language_info": {"name": languages[0]}}
+    return {}
+
+
+def _replacement(old: str, new: str) -> Edit:
+    """One edit turning `old` into `new`: the part between their common prefix and suffix."""
+    prefix = len(os.path.commonprefix([old, new]))
+    suffix = len(os.path.commonprefix([old[prefix:][::-1], new[prefix:][::-1]]))
+    return Edit(prefix, len(old) - suffix, new[prefix : len(new) - suffix])
 
 
 def _path_of(uri: str) -> Path:
-    path = to_fs_path(uri)
-    if path is None:  # not a file: URI (untitled:, a notebook cell): lint as a file in the cwd
+    path = uri_to_path(uri)
+    if path is None:  # not a file: URI (untitled:, a cell sent as a text document): a file in the cwd
         return Path.cwd() / "untitled.py"
     path = Path(path)
-    if path.suffix == ".ipynb":  # a notebook cell: Python, not the notebook's JSON
+    if path.suffix == ".ipynb":  # a cell sent as a text document: Python, not the notebook's JSON
         return path.with_suffix(".py")
     return path
 
@@ -664,32 +1021,6 @@ def _kind_wanted(only: Optional[Sequence[str]], kind: str) -> bool:
     return any(kind == wanted or kind.startswith(str(wanted) + ".") for wanted in only)
 
 
-_DOC_FILES: Dict[str, Path] = {}
-
-
-def _rule_doc_file(code: str) -> Path:
-    """The rule's documentation as a Markdown file (checked once per server process: a
-    development install whose docstring changed under the same version rewrites it)."""
-    found = _DOC_FILES.get(code)
-    if found is not None:
-        return found
-    from torchdet_lint.docs import rule_markdown
-
-    text = rule_markdown(all_rules()[code])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = Path(base) / "torchdet-lint" / __version__ / "rules"
-    path = directory / f"{code}.md"
-    try:
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            directory.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-    except OSError:
-        path = Path(tempfile.gettempdir()) / f"torchdet-lint-{__version__}-{code}.md"
-        path.write_text(text, encoding="utf-8")
-    _DOC_FILES[code] = path
-    return path
-
-
 def noqa_edit(text: str, lines: LineIndex, line: int, code: str) -> Optional[Edit]:
     """The edit adding `code` to the line's noqa comment (appending one when there is none).
 
@@ -701,7 +1032,7 @@ def noqa_edit(text: str, lines: LineIndex, line: int, code: str) -> Optional[Edi
     for match in _NOQA_CODES_RE.finditer(line_text):
         codes = match.group("codes")
         if codes is None:
-            return None  # a blanket `# noqa` already silences every code
+            return None  # a blanket noqa comment already silences every code
         present = {c.strip().upper() for c in codes.split(",")}
         if code in present:
             return None
@@ -718,6 +1049,9 @@ def noqa_edit(text: str, lines: LineIndex, line: int, code: str) -> Optional[Edi
 
 def _comment_fits(text: str, line: int) -> bool:
     """Whether a comment appended to `line` would be a comment (not string content)."""
+    import io
+    import tokenize
+
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.start[0] > line:
@@ -727,94 +1061,6 @@ def _comment_fits(text: str, line: int) -> bool:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return True  # unfinished code: appending a comment is as safe as anything
     return True
-
-
-# -- the protocol handlers -------------------------------------------------------------------
-
-
-def create_server(profile: Optional[str] = None) -> TorchdetLanguageServer:
-    server = TorchdetLanguageServer(profile)
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: TorchdetLanguageServer, params: types.InitializeParams) -> None:
-        options = params.initialization_options
-        if isinstance(options, dict) and isinstance(options.get("ruleDocsUrl"), str):
-            ls.docs_url = options["ruleDocsUrl"]
-        roots = [folder.uri for folder in params.workspace_folders or []]
-        if not roots and params.root_uri:
-            roots = [params.root_uri]
-        for uri in roots:
-            path = to_fs_path(uri)
-            if path and os.path.isdir(path):
-                root = Path(path).resolve()
-                ls.indexes[root] = WorkspaceIndex(root, ls._idle, ls.overrides)
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: TorchdetLanguageServer, params: types.InitializedParams) -> None:
-        await ls.build_indexes()
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: TorchdetLanguageServer, params: None) -> None:
-        for index in ls.indexes.values():
-            index.cancelled.set()
-            index.save()
-        for task in ls._pending.values():
-            task.cancel()
-        ls._index_executor.shutdown(wait=False, cancel_futures=True)
-        ls._lint_executor.shutdown(wait=False, cancel_futures=True)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: TorchdetLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: TorchdetLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, CHANGE_DELAY)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
-    def did_save(ls: TorchdetLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        path = _path_of(uri)
-        if path.name == "pyproject.toml":
-            ls.reload_configuration()
-        else:
-            ls.file_changed(path)
-        ls.schedule(uri)
-        ls.schedule_all()  # a saved file (or config) can change the findings of the others
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: TorchdetLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.buffers.pop(uri, None)
-        pending = ls._pending.pop(uri, None)
-        if pending is not None:
-            pending.cancel()
-        ls.publish(uri, None)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched_files(ls: TorchdetLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
-        for change in params.changes:
-            path = to_fs_path(change.uri)
-            if path and Path(path).name == "pyproject.toml":
-                ls.reload_configuration()
-            elif path and Path(path).suffix in PYTHON_SUFFIXES + (".ipynb",):
-                ls.file_changed(Path(path))
-        ls.schedule_all()
-
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
-    )
-    async def code_action(ls: TorchdetLanguageServer, params: types.CodeActionParams) -> List[types.CodeAction]:
-        return ls.code_actions(await ls.fresh(params.text_document.uri), params)
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def hover(ls: TorchdetLanguageServer, params: types.HoverParams) -> Optional[types.Hover]:
-        # The last lint answers at once (documentation does not need the newest ranges).
-        uri = params.text_document.uri
-        return ls.hover(ls.buffers.get(uri) or await ls.fresh(uri), params)
-
-    return server
 
 
 def main(argv: Sequence[str] = ()) -> int:
@@ -832,5 +1078,5 @@ def main(argv: Sequence[str] = ()) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s: %(message)s",
     )
-    create_server(args.profile).start_io()
-    return 0
+    server = LanguageServer(Connection(sys.stdin.buffer, sys.stdout.buffer), args.profile)
+    return server.serve()

@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -29,16 +28,12 @@ from torchdet_lint.core.diagnostics import (
 from torchdet_lint.core.source import SourceText, encode_source
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import FileResult, RunOptions
-from torchdet_lint.engine.project import ProjectContext, run_project_rules
-from torchdet_lint.engine.runner import RunResult, lint_source, module_name_for
+from torchdet_lint.engine.project import ProjectContext
+from torchdet_lint.engine.runner import RunResult, lint_text, run
 
 # Ruff's bound: fixes that keep producing new fixes are a bug in a rule, and
 # a run must end anyway.
 MAX_ITERATIONS = 100
-# A process pool pays off from this many changed files, or this much text
-# (a 1 MB file takes tens of seconds to re-lint).
-_PARALLEL_FILES = 16
-_PARALLEL_CHARS = 256 * 1024
 _BARE_LF_RE = re.compile(r"(?<!\r)\n")
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")  # git's notion of a line: "\n"-terminated only
 
@@ -238,12 +233,6 @@ def _ast_error(text: str) -> Optional[str]:
     return None
 
 
-def _relint_one(args) -> FileResult:
-    text, original, path, display, options, module_name, is_package = args
-    source = SourceText(text, original.encoding, original.bom)
-    return lint_source(source, path, display, options, module_name, is_package)
-
-
 def _text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -325,9 +314,6 @@ class _FixSession:
             state.seen.add(_text_hash(state.text))
             self.states[file.display] = state
 
-    def project_diagnostics(self) -> List[Diagnostic]:
-        return run_project_rules([self.results[path] for path in self.order], self.files, self.options, self.context)
-
     def run(self, diagnostics: List[Diagnostic]) -> List[Diagnostic]:
         for _ in range(MAX_ITERATIONS):
             changed = self._fix_round(diagnostics)
@@ -404,34 +390,34 @@ class _FixSession:
         state.done = True
 
     def _relint(self, changed: Sequence[FileFixState]) -> List[Diagnostic]:
-        tasks = []
+        """The named files linted again inside their project: the changed texts, and the
+        results of the files this round left alone."""
+        texts: Dict[str, object] = {path: self.results[path] for path in self.order}
+        fresh = []
         for state in changed:
             if state.done and state.error is not None:
-                self.results[state.file.display] = state.original_result
-                continue
-            # As the runner names modules; standard input without a file name has none.
-            if state.file.display == "-":
-                module_name, is_package = None, False
+                texts[state.file.display] = state.original_result
             else:
-                module_name, is_package = module_name_for(state.file.path)
-            tasks.append((state.text, state.original, state.file.path, state.file.display, self.options, module_name, is_package))
-        size = sum(len(task[0]) for task in tasks)
-        if self.jobs > 1 and len(tasks) > 1 and (len(tasks) >= _PARALLEL_FILES or size >= _PARALLEL_CHARS):
-            with ProcessPoolExecutor(max_workers=self.jobs) as pool:
-                new_results = list(pool.map(_relint_one, tasks))
-        else:
-            new_results = [_relint_one(task) for task in tasks]
-        for task, result in zip(tasks, new_results):
-            state = self.states[task[3]]
+                texts[state.file.display] = SourceText(state.text, state.original.encoding, state.original.bom)
+                fresh.append(state)
+        linted = self._lint(texts)
+        results = {result.path: result for result in linted.files}
+        broken = False
+        for state in fresh:
+            result = results[state.file.display]
             parse_errors = [d for d in result.diagnostics if d.code == PARSE_ERROR_CODE]
             if parse_errors and not result.parsed:
                 error = parse_errors[0]
                 self._fail(state, f"a fix made the file unparsable (line {error.line}: {error.message})", [])
-                result = state.original_result
-            self.results[state.file.display] = result
-        project = self.project_diagnostics()  # first: the project phase may drop file findings
-        diagnostics = [d for path in self.order for d in self.results[path].diagnostics]
-        return sort_diagnostics(diagnostics + project)
+                texts[state.file.display] = state.original_result
+                broken = True
+        if broken:  # the project phase again, over the files as they stand
+            linted = self._lint(texts)
+        self.results = {result.path: result for result in linted.files}
+        return linted.diagnostics
+
+    def _lint(self, texts: Dict[str, object]) -> RunResult:
+        return run(self.files, self.options, jobs=self.jobs, context=self.context, texts=texts)
 
     def errors(self) -> List[str]:
         return [state.error for _, state in sorted(self.states.items()) if state.error]
@@ -535,14 +521,11 @@ def fix_text(
     A fix that breaks the file leaves the source as it was; the reason goes
     to `on_error` (standard error by default).
     """
-    module_name, is_package = module_name_for(path) if display != "-" else (None, False)
     file = SourceFile(path, display, True)
-    first = lint_source(source, path, display, options, module_name, is_package)
     # Standard input names a file that may exist; its text is the one given.
-    session = _FixSession([first], [file], options, unsafe, jobs=1, context=context)
-    project = session.project_diagnostics()  # first: the project phase may drop file findings
-    diagnostics = sort_diagnostics(first.diagnostics + project)
-    remaining = session.run(diagnostics)
+    first = lint_text(source, file, options, context)
+    session = _FixSession(first.files, [file], options, unsafe, jobs=1, context=context)
+    remaining = session.run(first.diagnostics)
     for message in session.errors():
         (on_error or _print_error)(message)
     state = session.states.get(display)

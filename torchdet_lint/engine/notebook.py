@@ -554,6 +554,18 @@ class NotebookSource(SourceText):
     raw: Optional[SourceText] = None
 
 
+def notebook_source(source: SourceText, notebook: Optional[Notebook] = None) -> Optional[NotebookSource]:
+    """What a notebook's result carries as its source (None when it is no notebook we can read)."""
+    if notebook is None:
+        try:
+            notebook = load_notebook(source.text)
+        except NotebookError:
+            return None
+    # Another kernel's language: nothing is linted.
+    code = notebook.display_code if is_python_notebook(notebook.data) else ""
+    return NotebookSource(code, source.encoding, source.bom, notebook=notebook, raw=source)
+
+
 def lint_notebook(source: SourceText, path: Path, display: str, options: RunOptions) -> FileResult:
     """Lint a notebook: its joined code cells, with cell-aware positions."""
     try:
@@ -561,11 +573,11 @@ def lint_notebook(source: SourceText, path: Path, display: str, options: RunOpti
     except NotebookError as error:
         return FileResult(display, [error_diagnostic(display, str(error), error.line, error.column)])
     if not is_python_notebook(notebook.data):
-        # Another kernel's language: nothing to lint, and no entry point for the project phase.
-        return FileResult(display, source=NotebookSource("", source.encoding, source.bom, notebook=notebook, raw=source))
+        # Nothing to lint, and no entry point for the project phase.
+        return FileResult(display, source=notebook_source(source, notebook))
     code = notebook.code
     result = check_text(code, display, options, module_name=None)
-    result.source = NotebookSource(notebook.display_code, source.encoding, source.bom, notebook=notebook, raw=source)
+    result.source = notebook_source(source, notebook)
     if result.summary is not None:
         mark_notebook_summary(result.summary)
     result.diagnostics = [notebook.place(d) for d in apply_suppressions(result.diagnostics, code, options.settings, path)]

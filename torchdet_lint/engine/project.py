@@ -1,8 +1,8 @@
 """The project phase: builds the project model from the file results, runs the
 selected project rules over it, drops the file findings an enabling entry
 point silences (TDL201 and flag-honouring TDL203; TDL306 where every entry
-point reaching it turns Inductor's deterministic mode on), and applies
-suppressions.
+point reaching it turns Inductor's deterministic mode on), applies
+suppressions and places a notebook's findings in its cells.
 """
 
 from __future__ import annotations
@@ -47,8 +47,14 @@ def build_project(
 ) -> Project:
     """The project model over the results of a file pass (`files`: their `SourceFile`s)
     and the summaries of the project's other files; only `results` are reported."""
-    summaries: Dict[str, FileSummary] = dict(context.summaries) if context is not None else {}
-    paths: Dict[str, Path] = dict(context.paths) if context is not None else {}
+    linted = {r.path for r in results}
+    # The context may hold a summary of a linted file (an editor's or flake8's context is the
+    # whole project): the text linted now is that file, even when it has no summary.
+    summaries: Dict[str, FileSummary] = {}
+    paths: Dict[str, Path] = {}
+    if context is not None:
+        summaries = {d: s for d, s in context.summaries.items() if d not in linted}
+        paths = {d: p for d, p in context.paths.items() if d not in linted}
     summaries.update((r.path, r.summary) for r in results if r.summary is not None)
     paths.update((file.display, file.path) for file in files)
     return Project(
@@ -58,7 +64,7 @@ def build_project(
         settings=options.settings,
         torch_version=options.torch_version,
         first_party=options.first_party,
-        reported={r.path for r in results} if context is not None else None,
+        reported=linted if context is not None else None,
         config_files=functools.partial(config_files, options.settings),
     )
 
@@ -77,13 +83,6 @@ def config_files(settings) -> List[Path]:
         dirnames[:] = sorted(d for d in dirnames if not excluder.excluded(base / d, True))
         found.extend(base / name for name in sorted(filenames) if name.endswith(CONFIG_SUFFIXES))
     return found
-
-
-def run_project_rules(
-    results: Sequence[FileResult], files: Sequence, options: RunOptions, context: Optional[ProjectContext] = None
-) -> List[Diagnostic]:
-    """The project rules' diagnostics on the files of `results` (see `project_phase`)."""
-    return project_phase(results, files, options, context)[0]
 
 
 def project_phase(
@@ -153,7 +152,10 @@ def project_phase(
     for path, diagnostics in by_path.items():
         source = project.sources.get(path)
         text = source.text if source is not None else ""
-        kept.extend(apply_suppressions(diagnostics, text, options.settings, project.paths.get(path, Path(path))))
+        notebook = getattr(source, "notebook", None)
+        for diagnostic in apply_suppressions(diagnostics, text, options.settings, project.paths.get(path, Path(path))):
+            # A notebook's findings in cells, as the file pass places its own (idempotent).
+            kept.append(notebook.place(diagnostic) if notebook is not None else diagnostic)
     return kept, project
 
 

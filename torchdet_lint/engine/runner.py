@@ -7,6 +7,7 @@ fresh), without being reported.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import os
@@ -14,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from torchdet_lint.core.catalog import load_catalog, newest_version
 from torchdet_lint.core.diagnostics import Diagnostic, error_diagnostic, sort_diagnostics
@@ -23,13 +24,15 @@ from torchdet_lint.engine.cache import Cache, SummaryIndex, content_digest, summ
 from torchdet_lint.engine.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import FileResult, RunOptions, cyclic_gc_paused, lint_python
-from torchdet_lint.engine.notebook import lint_notebook
+from torchdet_lint.engine.notebook import lint_notebook, notebook_source
 from torchdet_lint.engine.project import ProjectContext, project_phase
 from torchdet_lint.engine.workspace import ProjectScope
 from torchdet_lint.model.project import Project
 
-# Below this many files a process pool costs more than it saves.
+# Below this many files, or this much text given in memory (a 1 MB file takes tens of seconds
+# to lint), a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
+_PARALLEL_CHARS = 256 * 1024
 
 
 @dataclass
@@ -139,9 +142,11 @@ def lint_path(
         _as_displayed(result, display)  # the same file seen from another working directory
         result.from_cache = True
         try:
-            result.source = decode_source(data)
+            source = decode_source(data)
         except SourceError:
-            result.source = None
+            source = None
+        # A notebook's findings are placed in its cells through its source (the project phase's too).
+        result.source = notebook_source(source) if source is not None and path.suffix == ".ipynb" else source
     else:
         try:
             source = decode_source(data)
@@ -167,20 +172,25 @@ def _as_displayed(result: FileResult, display: str) -> None:
             result.summary.path = display
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+def _module_of(file: SourceFile) -> Tuple[Optional[str], bool]:
+    """The module a file is; standard input without a file name is none."""
+    return module_name_for(file.path) if file.display != "-" else (None, False)
+
+
+# What the file pass is given for one file: nothing (read it from disk, through the
+# cache), a text to lint in its place, or the result of an earlier pass to reuse.
+Given = Union[None, SourceText, FileResult]
 
 
 def _lint_one(task, options: RunOptions, cache) -> FileResult:
-    path, display, module_name, is_package = task
+    given, path, display, module_name, is_package = task
     # The collector paused for the whole file, not only its parse: Python's own parse of a
     # skipped file (its summary) and the cache's pickling would set it off on objects
     # that are about to go, and each collection walks everything the run holds.
     with cyclic_gc_paused():
-        return lint_path(path, display, options, module_name, is_package, cache)
+        if given is None:
+            return lint_path(path, display, options, module_name, is_package, cache)
+        return lint_source(given, path, display, options, module_name, is_package)
 
 
 # In a worker process only: what every file of the run shares, set once by
@@ -196,6 +206,22 @@ def _lint_in_worker(task) -> FileResult:
     return _lint_one(task, _worker_shared["options"], _worker_shared["cache"])
 
 
+def _task_size(task) -> int:
+    given, path = task[0], task[1]
+    if given is not None:
+        return len(given.text)
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _reused(result: FileResult) -> FileResult:
+    """A copy of an earlier result that the project phase may filter (it drops file findings in
+    place) and whose diagnostics it may complete, leaving the caller's result as it was."""
+    return dataclasses.replace(result, diagnostics=[copy.copy(d) for d in result.diagnostics])
+
+
 def run(
     files: Sequence[SourceFile],
     options: RunOptions,
@@ -205,35 +231,50 @@ def run(
     progress: bool = False,
     cache_root: Optional[Path] = None,
     context: Optional[ProjectContext] = None,
+    texts: Optional[Dict[str, Given]] = None,
 ) -> RunResult:
-    """Lint `files`; the project phase (unless `project` is false) runs over them
-    and the summaries of `context`, the project's files that are not reported."""
+    """Lint `files` inside their project: the one way every face gets diagnostics.
+
+    The file pass (through the cache, in parallel when it pays), then the project
+    phase over these files and the summaries of `context`, the project's other
+    files (a summary of one of these files in it is left out: the text linted
+    here is the file), the project rules, suppressions and notebook placement,
+    and the diagnostics sorted. `texts`, by display path, gives a file's text
+    in place of its bytes on disk (standard input, an editor's buffer, flake8's
+    lines, a fixed text) or a result to reuse (a file a fix round left alone).
+    With `project` false, the file pass alone (summaries for a context)."""
     cache = Cache(cache_root or options.settings.root, options) if use_cache else None
+    texts = texts or {}
+    results: List[Optional[FileResult]] = [None] * len(files)
     tasks = []
-    for file in files:
-        module_name, is_package = module_name_for(file.path)
-        tasks.append((file.path, file.display, module_name, is_package))
+    for index, file in enumerate(files):
+        given = texts.get(file.display)
+        if isinstance(given, FileResult):
+            results[index] = _reused(given)
+        else:
+            tasks.append((index, (given, file.path, file.display, *_module_of(file))))
     bar = ProgressBar(len(tasks)) if progress else None
     started = time.perf_counter()
     # Largest files first: a worker never ends the run alone on a 1 MB file
     # (longest-processing-time-first scheduling), and the largest syntax trees
     # are built while little else is held, which keeps the peak memory down.
-    order = sorted(range(len(tasks)), key=lambda index: -_size(tasks[index][0]))
-    results: List[Optional[FileResult]] = [None] * len(tasks)
-    if jobs > 1 and len(tasks) >= _PARALLEL_THRESHOLD:
+    sizes = [_task_size(task) for _, task in tasks]
+    order = sorted(range(len(tasks)), key=lambda position: -sizes[position])
+    text_size = sum(size for size, (_, task) in zip(sizes, tasks) if task[0] is not None)
+    if jobs > 1 and len(tasks) > 1 and (len(tasks) >= _PARALLEL_THRESHOLD or text_size >= _PARALLEL_CHARS):
         from concurrent.futures import ProcessPoolExecutor  # only for long runs
 
         with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(options, cache)) as pool:
-            ordered_tasks = [tasks[index] for index in order]
+            ordered_tasks = [tasks[position][1] for position in order]
             # Small chunks keep the largest-first order meaningful across workers.
             chunksize = max(1, min(8, len(tasks) // (jobs * 32)))
-            for index, result in zip(order, pool.map(_lint_in_worker, ordered_tasks, chunksize=chunksize)):
-                results[index] = result
+            for position, result in zip(order, pool.map(_lint_in_worker, ordered_tasks, chunksize=chunksize)):
+                results[tasks[position][0]] = result
                 if bar:
                     bar.advance()
     else:
-        for index in order:
-            results[index] = _lint_one(tasks[index], options, cache)
+        for position in order:
+            results[tasks[position][0]] = _lint_one(tasks[position][1], options, cache)
             if bar:
                 bar.advance()
     if bar:
@@ -250,6 +291,11 @@ def run(
     run_result.timings = {"file_pass": file_pass, "project_phase": time.perf_counter() - started}
     run_result.projects = [ProjectRun(None, options, list(files), results, context, model)]
     return run_result
+
+
+def lint_text(source: SourceText, file: SourceFile, options: RunOptions, context: Optional[ProjectContext]) -> RunResult:
+    """Lint one text as the file `file` of its project (`context`: the project's summaries)."""
+    return run([file], options, context=context, texts={file.display: source})
 
 
 # -- projects: the named files reported, the others analysed through their summaries ----------------
@@ -277,18 +323,21 @@ def project_context(
     progress: bool = False,
     index: Optional[SummaryIndex] = None,
     pause: Optional[Callable[[], bool]] = None,
+    started: Optional[Callable[[ProjectContext], None]] = None,
 ) -> Tuple[ProjectContext, Optional[SummaryIndex]]:
     """The summaries of the project's files other than `skip`: fresh ones from the
     summary index, the rest computed (in parallel when asked) and added to it.
 
     With `pause`, the missing summaries are computed one at a time in this
     thread, calling `pause()` before each (a language server yields to buffer
-    lints there); when it returns False the work stops with what it has."""
+    lints there); when it returns False the work stops with what it has.
+    `started` is called with the context once it holds the fresh summaries;
+    the computed ones are added to that same context."""
     forget_packages()  # packages may have gained or lost an `__init__.py` since the last call
     if use_cache and index is None:
         index = SummaryIndex(scope.root, summary_fingerprint(options)).load()
-    summaries: Dict[str, object] = {}
-    paths: Dict[str, Path] = {}
+    context = ProjectContext()
+    summaries, paths = context.summaries, context.paths
     missing: List[SourceFile] = []
     for file in scope.files:
         if file.path in skip:
@@ -302,25 +351,35 @@ def project_context(
                     summaries[file.display] = summary
                 continue
         missing.append(file)
+    if started is not None:
+        started(context)
     if missing and pause is not None:
-        computed_files = []
+        computed = 0
         for file in missing:
             if not pause():
                 break
             module_name, is_package = module_name_for(file.path)
-            computed_files.append(lint_path(file.path, file.display, summary_options(options), module_name, is_package))
-        missing = missing[: len(computed_files)]
+            _add_summary(
+                context, index, scope, file, lint_path(file.path, file.display, summary_options(options), module_name, is_package)
+            )
+            computed += 1
+        missing = missing[:computed]
     elif missing:
-        computed_files = run(missing, summary_options(options), jobs=jobs, project=False, progress=progress).files
-    if missing:
-        for file, result in zip(missing, computed_files):
-            if result.summary is not None:
-                summaries[file.display] = result.summary
-            if index is not None and result.digest is not None:
-                record_summary(index, scope, file, result)
+        for file, result in zip(
+            missing, run(missing, summary_options(options), jobs=jobs, project=False, progress=progress).files
+        ):
+            _add_summary(context, index, scope, file, result)
     if index is not None:
         index.forget_missing({_index_key(scope.root, file.path) for file in scope.files})
-    return ProjectContext(summaries, paths, computed=len(missing)), index
+    context.computed = len(missing)
+    return context, index
+
+
+def _add_summary(context: ProjectContext, index: Optional[SummaryIndex], scope: ProjectScope, file: SourceFile, result) -> None:
+    if result.summary is not None:
+        context.summaries[file.display] = result.summary
+    if index is not None and result.digest is not None:
+        record_summary(index, scope, file, result)
 
 
 def record_summary(index: SummaryIndex, scope: ProjectScope, file: SourceFile, result: FileResult) -> None:

@@ -3,7 +3,8 @@ force for it, and every file of that project, named or not.
 
 A file's configuration is the nearest `pyproject.toml` above it with a
 `[tool.torchdet-lint]` table (`--config` overrides it for all files), as in
-Ruff. Its project root is the directory of that configuration, else the
+Ruff. Its project root is the directory of that configuration (not of one
+named by `--config`), else the
 nearest ancestor holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`,
 else the named file's own directory, or the named directory itself (RULES.md,
 "Decisions from real repositories": the working directory is no fallback).
@@ -109,7 +110,7 @@ class Workspace:
         return found
 
     def settings_for_config(self, config: Optional[Path], root: Path) -> Settings:
-        key = (config, root if config is None else None)
+        key = (config, root)
         if key not in self._settings:
             if config is None:
                 settings = Settings(root=root)
@@ -117,7 +118,9 @@ class Workspace:
                 if not config.is_file():
                     raise ConfigError(f"{config}: config file not found")
                 settings = validated(load_config_file(config))
-            settings = replace(settings, line_length=formatter_line_length(config.parent if config else root))
+            # The project's formatter sets the line length of fixes (the config found by the search
+            # lives at the root; one named by --config may live anywhere, even outside the project).
+            settings = replace(settings, line_length=formatter_line_length(root))
             self._settings[key] = self.overrides(settings)
         return self._settings[key]
 
@@ -140,9 +143,11 @@ class Workspace:
         return found
 
     def root_for(self, directory: Path) -> Tuple[Path, Optional[Path]]:
-        """(project root, configuration in force) for the files of `directory`."""
+        """(project root, configuration in force) for the files of `directory`. A configuration
+        named by `--config` is a settings file, never a root: from inside a project,
+        `--config ../alt.toml .` keeps the project's root (and its cache)."""
         config = self.config_for(directory)
-        if config is not None and _is_within(directory, config.parent):
+        if config is not None and self.config_override is None and _is_within(directory, config.parent):
             return config.parent, config
         marked = self._nearest_marker_directory(directory)
         if marked is not None:

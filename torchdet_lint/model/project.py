@@ -1048,11 +1048,15 @@ class Project:
 
     def where(self, located: Located) -> str:
         """`path:line`, or `path:cell N:line` in a notebook."""
-        notebook = getattr(self.sources.get(located.path), "notebook", None)
-        if notebook is None or not located.site.line:
-            return located.where()
-        cell, line, _ = notebook.cell_position(_line_offset(notebook.code, located.site.line))
-        return f"{located.path}:cell {cell}:{line}"
+        return self.cite(located.path, located.site.line) if located.site.line else located.where()
+
+    def cite(self, path: str, line: int) -> str:
+        """How a message names a line of a file: `path:line`, or `path:cell N:line` in a notebook."""
+        notebook = getattr(self.sources.get(path), "notebook", None)
+        if notebook is None:
+            return f"{path}:{line}"
+        cell, line_in_cell, _ = notebook.cell_position(_line_offset(notebook.code, line))
+        return f"{path}:cell {cell}:{line_in_cell}"
 
     # -- diagnostics on an entry point -----------------------------------------------------------------
     def entry_diagnostic(self, entry: EntryPoint, code: str, name: str, message: str, fix=None) -> Diagnostic:

@@ -105,7 +105,7 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
                     what = f"`self.{rng.attribute}`" if not rng.module_level else f"the module-level `{rng.attribute}`"
                     message = (
                         f"DataLoader with workers and no `worker_init_fn=`: {dataset} uses {what}, a "
-                        f"`{rng.constructor.rsplit('.', 1)[-1]}` made outside the workers ({owner}:{rng.line}), "
+                        f"`{rng.constructor.rsplit('.', 1)[-1]}` made outside the workers ({project.cite(owner, rng.line)}), "
                         "which every worker copies: the workers draw the same numbers"
                     )
                 elif old_torch:
