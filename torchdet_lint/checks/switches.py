@@ -468,6 +468,10 @@ class ContradictoryCudnnFlags(BranchTracker, Rule):
                 )
 
 
+# Functions that restore state after the code that needed it: a test's teardown, a context manager's exit.
+_CLEANUP_FUNCTIONS = ("tearDown", "teardown", "__exit__")
+
+
 class DeterministicWarnOnly(Rule):
     """
     ## Why is this bad?
@@ -483,7 +487,11 @@ class DeterministicWarnOnly(Rule):
     `cudnn.deterministic = False` turns determinism off, often left over from
     a debugging session; it is reported so that the choice is deliberate.
 
-    Only literal values are reported.
+    Only literal values are reported. Turning the flag off as cleanup is not
+    reported: in a test's `tearDown`/`teardown_*` method, a context manager's
+    `__exit__`, or a `finally:` block, it restores the default after code that
+    ran with the flag on (a test that enables it in `setUp` and turns it off
+    again in `tearDown` ran deterministically).
 
     ## Known problems
     `warn_only=True` is a legitimate step while migrating a code base: use
@@ -511,11 +519,31 @@ class DeterministicWarnOnly(Rule):
         "import torch\ntorch.use_deterministic_algorithms(True, warn_only=False)\n",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.cleanup_depth = 0  # inside a tearDown, an `__exit__` or a `finally:` block
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value.startswith(_CLEANUP_FUNCTIONS):
+            self.cleanup_depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if original_node.name.value.startswith(_CLEANUP_FUNCTIONS):
+            self.cleanup_depth -= 1
+
+    def visit_Finally(self, node: cst.Finally) -> None:
+        self.cleanup_depth += 1
+
+    def leave_Finally(self, original_node: cst.Finally) -> None:
+        self.cleanup_depth -= 1
+
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.call_name(node)
         if name in USE_DETERMINISTIC:
             mode = literal(arg_value(node, "mode", 0) or arg_value(node, "d"))
             warn_only = literal(arg_value(node, "warn_only"))
+            if mode is False and self.cleanup_depth:
+                return  # restoring the default after code that ran with the flag on
             if mode is True and warn_only is True:
                 self.report(
                     node,

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import ast
 import builtins
+import random
 import re
 import threading
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import libcst as cst
+
+# The public names of standard-library modules a file may star-import (`from random import *`):
+# known without importing anything heavy.
+_STAR_NAMES = {"random": frozenset(name for name in dir(random) if not name.startswith("_"))}
 
 NOT_LITERAL: Any = type("NotLiteral", (), {"__repr__": lambda self: "NOT_LITERAL"})()
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -121,6 +126,9 @@ class NameResolver(cst.BatchableCSTVisitor):
                 break
             if name in scope.bindings:
                 return scope.bindings[name]
+        for module in self.star_imports:
+            if name in _STAR_NAMES.get(module, ()):
+                return f"{module}.{name}"  # `from random import *`, then `shuffle(items)`
         if name in _BUILTIN_NAMES:
             return "builtins." + name
         return None

@@ -54,6 +54,7 @@ from torchdet_lint.model.facts import (
     loader_position,
     loader_shuffles,
     mentions_cuda,
+    torch_device_call,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
@@ -740,7 +741,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if qualified in COMMAND_RUNNERS:
                 for member in self._commands(value):
                     function.add_call(member, seen)
-            if arg.keyword is not None and arg.keyword.value == "device" and self._cuda_device(value):
+            if (
+                arg.keyword is not None
+                and arg.keyword.value == "device"
+                and torch_device_call(qualified)
+                and self._cuda_device(value)
+            ):
                 self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
         if attribute == "submit":
             self._remote_launch(node, function)
@@ -1248,7 +1254,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if qualified is None and attribute == "to":
             if any(arg.keyword is None and self._not_cpu(arg.value, dtype_ok=True) for arg in node.args):
                 return True
-        return any(
+        return torch_device_call(qualified) and any(
             arg.keyword is not None and arg.keyword.value in DEVICE_KEYWORDS and self._not_cpu(arg.value) for arg in node.args
         )
 

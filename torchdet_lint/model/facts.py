@@ -238,6 +238,36 @@ DEVICE_CALLS = frozenset(
     }
 )
 DEVICE_KEYWORDS = frozenset({"device", "device_map", "device_ids", "map_location"})
+# Libraries with devices of their own, whose kernels are not torch's: a `device="cuda"` handed to
+# them is no torch CUDA work (CTranslate2's translators in an OpenNMT export, an ONNX session).
+NON_TORCH_LIBRARIES = frozenset(
+    {
+        "ctranslate2",
+        "onnxruntime",
+        "tensorflow",
+        "jax",
+        "jaxlib",
+        "tensorrt",
+        "openvino",
+        "faiss",
+        "cupy",
+        "numba",
+        "sklearn",
+        "xgboost",
+        "lightgbm",
+        "catboost",
+        "paddle",
+        "mxnet",
+        "tritonclient",
+    }
+)
+
+
+def torch_device_call(qualified: Optional[str]) -> bool:
+    """Whether a call's `device=` can put torch work on a device (not another library's)."""
+    return qualified is None or qualified.split(".", 1)[0] not in NON_TORCH_LIBRARIES
+
+
 # `LightningCLI(...)` runs `fit` itself unless `run=False` (its default subcommand with `run=True`).
 LIGHTNING_CLI = "lightning.pytorch.cli.LightningCLI"
 # What `seed_everything(workers=True)` covers in the seeding facts (rules/seed_helpers.toml).
@@ -472,7 +502,8 @@ CONVOLUTION_RE = re.compile(
 BENCHMARK_SETTINGS = frozenset({"lightning.pytorch.Trainer", "torch.backends.cudnn.flags"})
 
 
-_SETUP_CALL_PREFIXES = ("argparse.", "logging.", "warnings.", "sys.path.")
+# `pytest.importorskip("x")` at the top of a test module only guards its imports.
+_SETUP_CALL_PREFIXES = ("argparse.", "logging.", "warnings.", "sys.path.", "pytest.importorskip")
 _SETUP_METHODS = frozenset(
     {
         "add_argument",

@@ -221,7 +221,7 @@ class Project:
                 reason = "__main__.py"
             elif summary.configured_entry or entry_configured(self.settings, display):
                 reason = "configured"
-            elif summary.module_work and name not in IMPORTED_BY_TOOLS and "." not in (summary.module_name or ""):
+            elif summary.module_work and not _is_collected_test(name) and "." not in (summary.module_name or ""):
                 # A module inside a package is library code even when nothing in the
                 # run imports it (a one-file run, or an API imported by users): only a
                 # main block, `__main__.py` or config `entry-points` make it an entry point.
@@ -1099,6 +1099,13 @@ def _closure(starts: Iterable[Node], successors: Callable[[Node], List[Node]]) -
                 seen.add(successor)
                 pending.append(successor)
     return seen
+
+
+def _is_collected_test(name: str) -> bool:
+    """A file a tool imports rather than runs: a package's `__init__.py`, pytest's `conftest.py`
+    and test modules (`test_*.py`, `*_test.py`, which pytest collects: their module-level code
+    runs at collection), torch.hub's `hubconf.py`."""
+    return name in IMPORTED_BY_TOOLS or name.startswith("test_") or name.endswith("_test.py")
 
 
 def _is_test_file(display: str) -> bool:
