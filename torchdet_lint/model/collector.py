@@ -183,7 +183,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.makers = Makers(context.scopes, context.first_party)
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
-        self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
+        self.module_locals: Dict[str, str] = {}
+        self.construction_sites: Dict[
+            int, Site
+        ] = {}  # id of a call that drew from torch -> its site  # names bound to `importlib.import_module("pkg.mod")`
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -688,6 +691,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         attribute = func.attr.value if type(func) is cst.Attribute else None
         if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
             self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
+        if attribute == "load_state_dict" and qualified is None:
+            self._weights_loaded(node, function)
         if attribute == "add_argument":
             self._option(node)
         elif attribute == "set_defaults":
@@ -772,7 +777,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             kind = "torch"
         if kind is not None:
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
-            function.add_draw(kind, site(text))
+            drawn = site(text)
+            function.add_draw(kind, drawn)
+            if kind == "torch":
+                self.construction_sites[id(node)] = drawn
             class_name = self.keys[-1][1]
             if kind == "numpy" and class_name in self.summary.classes:
                 sites = self.summary.classes[class_name].global_draws
@@ -916,6 +924,30 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             module = self._first_party_module(node.args[0].value)
             return None, (MODULE + module if module is not None else None)
         return None, None
+
+    def _weights_loaded(self, node: cst.Call, function: FunctionSummary) -> None:
+        """`model = Net(); model.load_state_dict(state)`: a strict load overwrites every parameter
+        and persistent buffer of what was built, so its initial draws do not reach the run."""
+        strict = arg_value(node, "strict", 1)
+        if strict is not None and literal(strict) is not True:
+            return  # a partial load keeps some initial weights
+        receiver = node.func.value
+        if type(receiver) is cst.Name:
+            values = self.context.scopes.values(receiver.value)
+        elif type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
+            values = self.context.scopes.attribute_values(receiver.attr.value)
+        else:
+            return
+        for value in values:
+            built = unwrap_self_returning(value) if value is not None else None
+            if type(built) is not cst.Call:
+                continue
+            drawn = self.construction_sites.get(id(built))
+            if drawn is not None:
+                drawn.overwritten = True
+            target = self._target(built.func) if type(built.func) in (cst.Name, cst.Attribute) else None
+            if target is not None and self._first_party(target) and target not in function.loaded:
+                function.loaded.append(target)
 
     def _optional_seed(self, name: str, default: Optional[cst.BaseExpression]) -> None:
         """A seed option or config field whose default is None: the default run is unseeded."""

@@ -945,6 +945,33 @@ class Project:
                 found.extend(node for node in self.resolve(entry.path, target) if node not in found)
         return found
 
+    def effective_draws(self, entry: EntryPoint, kind: str) -> List[Located]:
+        """The draws from a global generator that reach the run's numbers: for torch, not the
+        initial weights of a module whose parameters a strict `load_state_dict` then overwrites
+        (an inference script that builds its model and loads a checkpoint)."""
+        draws = self.entry_reach(entry).draws.get(kind, [])
+        if kind != "torch" or not draws:
+            return draws
+        nodes = self.reached_nodes(entry)
+        functions = [self.summaries[file].functions.get(key) for file, key in nodes]
+        if not any(f is not None and (f.loaded or any(s.overwritten for s in f.draws.get(kind, ()))) for f in functions):
+            return draws
+        found: List[Located] = []
+        seen: Set[Node] = set()
+        pending = list(self.entry_starts(entry))
+        while pending:
+            node = pending.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            function = self.summaries[node[0]].functions.get(node[1])
+            if function is None:
+                continue
+            _extend(found, [Located(node[0], site) for site in function.draws.get(kind, ()) if not site.overwritten])
+            skipped = {callee for target in function.loaded for callee in self.resolve(node[0], target)}
+            pending.extend(successor for successor in self.edges(node) if successor not in skipped)
+        return found
+
     def optional_seed(self, guard: str) -> bool:
         """Whether a seeding's guard tests a seed option that defaults to None (`args.seed is not
         None`, `cfg.seed`): the seeding runs only when the option is given."""

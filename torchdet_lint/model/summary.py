@@ -39,6 +39,9 @@ class Site:
     backward: bool = False
     # An operation whose catalog condition needs a CUDA device: evidence only in a run that may use one.
     cuda_only: bool = False
+    # A module's construction whose parameters a strict `load_state_dict` of the same object then
+    # overwrites: its initial draws do not reach the run's numbers.
+    overwritten: bool = False
 
 
 @dataclass
@@ -92,6 +95,9 @@ class FunctionSummary:
     # visibly the CPU (`.to(device)`, `device=args.device`), `accelerator.prepare`, DDP... A run
     # that reaches none and no CUDA work runs on the CPU, where CUDA-only conditions cannot hold.
     moves: Optional[Site] = None
+    # First-party constructions (and factories) whose result's parameters a strict `load_state_dict`
+    # in this function overwrites: their initial draws do not count for TDL001.
+    loaded: List[str] = field(default_factory=list)
     # Functions (or `Class.__call__`) handed to an executor that runs them in a job of their own
     # (submitit): the training process starts there, and so do its fixes.
     launches: List[str] = field(default_factory=list)

@@ -220,7 +220,7 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         code, kind = SEED_CHECKS[check]
         reported = findings.at_entry(code, entry)
         if reported:
-            draws = reach.draws.get(kind, [])
+            draws = project.effective_draws(entry, kind)
             return CheckResult(
                 MISSING,
                 [_evidence(project, site, f"draws without a seed: {site.site.text}") for site in draws]
@@ -233,9 +233,14 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
                 return CheckResult(OPT_IN, [_evidence(project, seeded, why)])
             return CheckResult(OK, [_evidence(project, seeded, f"seeded by {seeded.site.text}")])
         supplier = project.unreached_supplier(entry, kind)
-        if reach.draws.get(kind) and supplier is not None:
+        drawn = project.effective_draws(entry, kind)
+        if drawn and supplier is not None:
             return _unknown(project, entry, f"it may seed {kind} there", supplier)
-        if reach.draws.get(kind):
+        if reach.draws.get(kind) and not drawn:
+            return CheckResult(
+                NOT_NEEDED, [Evidence(entry.path, entry.line, "its only draws are initial weights a checkpoint overwrites")]
+            )
+        if drawn:
             return CheckResult(
                 IGNORED, [Evidence(entry.path, entry.line, f"{code} is suppressed here (`# noqa` or `per-file-ignores`)")]
             )

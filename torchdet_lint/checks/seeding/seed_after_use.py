@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.core.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS
-from torchdet_lint.core.names import dotted_name
+from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
 from torchdet_lint.model.facts import (
     config_helpers,
@@ -19,6 +19,7 @@ from torchdet_lint.model.facts import (
     loader_name,
     loader_shuffles,
 )
+from torchdet_lint.model.makers import unwrap_self_returning
 from torchdet_lint.model.summary import RNG_KINDS
 
 MAX_SEED_SOURCES = 16  # expressions a seed is followed through (names, a few steps deep)
@@ -60,6 +61,9 @@ class SeedAfterRngUse(Rule):
     `init_module(empty_init=True)`, Accelerate's `init_empty_weights()` or
     Transformers' `no_init_weights()` (litgpt builds its model that way,
     loads the checkpoint, then seeds for sampling).
+
+    A construction whose weights a strict `load_state_dict` of the same
+    object overwrites before the seed no longer counts as an earlier draw.
 
     ## Known problems
     Only one body at a time is seen (a module with its main block, or one
@@ -175,6 +179,9 @@ class SeedAfterRngUse(Rule):
             return
         if self.context.scopes.skips_init and self._builds_module(node, qualified):
             return  # built on the meta device or without initial weights: nothing drawn
+        if type(node.func) is cst.Attribute and node.func.attr.value == "load_state_dict" and qualified is None:
+            self._forget_overwritten(node, drawn)
+            return
         kind = self._draw(node, qualified)
         if kind is not None and kind not in seeded:
             draws = drawn.setdefault(kind, [])
@@ -189,6 +196,17 @@ class SeedAfterRngUse(Rule):
             built = drawn.setdefault(_FIRST_PARTY, [])
             if len(built) < MAX_DRAWS:
                 built.append((node, qualified))
+
+    def _forget_overwritten(self, node: cst.Call, drawn: Dict[str, list]) -> None:
+        """`model.load_state_dict(state)` (strict) overwrites the initial weights `model` was built
+        with: that construction's draws no longer reach the run's numbers."""
+        strict = arg_value(node, "strict", 1)
+        receiver = node.func.value
+        if (strict is not None and literal(strict) is not True) or type(receiver) is not cst.Name:
+            return
+        built = {id(unwrap_self_returning(value)) for value in self.context.scopes.values(receiver.value) if value is not None}
+        for kind in list(drawn):
+            drawn[kind] = [entry for entry in drawn[kind] if id(entry[0] if isinstance(entry, tuple) else entry) not in built]
 
     def _seed_sources(self, call: cst.Call) -> List[cst.BaseExpression]:
         """What the seed of a seeding call is made of: its arguments, and the values given so far

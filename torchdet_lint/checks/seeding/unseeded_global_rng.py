@@ -144,10 +144,12 @@ class _UnseededGlobalRng(ProjectRule):
     def check(self, project: Project) -> Iterable[Diagnostic]:
         for entry in project.reported_runs:
             reach = project.entry_reach(entry)
-            draws = reach.draws.get(self.kind)
-            if not draws or self.kind in reach.covers:
+            if self.kind in reach.covers:
                 continue
-            needed = [kind for kind in RNG_KINDS if reach.draws.get(kind) and kind not in reach.covers]
+            draws = project.effective_draws(entry, self.kind)
+            if not draws:
+                continue
+            needed = [kind for kind in RNG_KINDS if project.effective_draws(entry, kind) and kind not in reach.covers]
             message = self.message(project, reach, draws)
             supplier = project.unreached_supplier(entry, self.kind)
             if supplier is not None:
@@ -242,6 +244,13 @@ class UnseededTorch(_UnseededGlobalRng):
     `detectron2`'s `seed_all_rng`, and config `seed-functions`.
     `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
     and CPU sampling use the CPU generator; the message says so.
+
+    A module whose parameters a strict `load_state_dict` of the same object
+    then overwrites (`model = Net(); model.load_state_dict(torch.load(path))`,
+    in one function) draws nothing that reaches the run: an inference script
+    that builds its model and loads a checkpoint is not reported for the
+    initial weights (`strict=False` keeps whatever the checkpoint lacks, so
+    such a load does not count).
 
     Reported on the `if __name__` line of the entry point (line 1, column 1
     for the other entry points). Library modules are never reported.
