@@ -216,9 +216,56 @@ _FIX_SAFETY = """
 """
 
 
+_REACH = """
+    What a run reaches follows the program as it runs, not only its direct
+    calls:
+
+    - Iterating a DataLoader over a first-party dataset runs the dataset's
+      `__getitem__` (or `__iter__`) and the `collate_fn` in this process when
+      `num_workers` is 0 or absent: their draws are the run's. With workers
+      they run in processes PyTorch seeds per worker (`random` and torch
+      always, NumPy from torch 1.9; TDL102 covers the generators it cannot
+      reseed). A first-party sampler's or batch sampler's `__iter__`, and a
+      DataLoader subclass's own `__iter__`, always run in this process.
+    - A parameter, local, attribute (a dataclass field, `self.x: T`,
+      `self.x = param` of an annotated parameter) or return annotated with a
+      first-party class holds an instance of it: `config.build()` runs that
+      class's `build`, and `trainer.train()` the `train` of what `build`
+      returns (annotated or returned).
+    - Objects named by strings: `construct_class_by_name`/`call_func_by_name`/
+      `pydoc.locate` with a literal name, or else any object a `class_name=`,
+      `_target_` or `class_path` literal of the project names; hydra's
+      `instantiate`/`call` with the `_target_` in the call, or else those of
+      the YAML configs beside and below the calling file (hyperpyyaml's
+      `!new:`/`!apply:`/`!name:` tags and jsonargparse's `class_path` count
+      the same); `LightningCLI`'s model and data classes; a module imported by
+      a literal name (`importlib.import_module("pkg.models")`) and the public
+      functions and classes a `getattr(module, name)` may pick from it.
+      Candidates are bounded like registries (64).
+    - Commands: a click or typer group runs the commands registered on it
+      (`@cli.command()`, `@app.command()`); `args.func(args)` runs the
+      functions handed to `set_defaults(func=...)`; `fire.Fire`,
+      `typer.run` and jsonargparse's `CLI` run theirs.
+    - Test runners: `unittest.main()`, `pytest.main(...)` and torch's
+      `run_tests()` in a main block run the file's `TestCase` methods
+      (`setUp*`, `tearDown*`, `test*`) and `test_*` functions.
+
+    Where the analysis cannot follow (a class named by a string from
+    configuration it cannot read, an import by a computed name,
+    `cfg.build()` on a value whose class it cannot see while some
+    first-party class defines `build`), the run is *incomplete*. If the
+    project then defines a function that would seed this generator and no
+    path the analysis followed reaches it, "never seeds" is not concluded:
+    the default profile reports nothing, profile `strict` reports and names
+    both the site it could not follow and that function, and `report` says
+    `unknown`.
+"""
+
+
 def _shared_fix_safety(rule_class):
-    """The three rules share one fix: its safety section is written once."""
+    """The three rules share one fix and one reach: those sections are written once."""
     rule_class.__doc__ = rule_class.__doc__.replace("    {fix_safety}", _FIX_SAFETY.strip("\n"))
+    rule_class.__doc__ = rule_class.__doc__.replace("    {reach}", _REACH.strip("\n"))
     return rule_class
 
 
@@ -269,12 +316,16 @@ class UnseededTorch(_UnseededGlobalRng):
     does not. Threads, `ThreadPoolExecutor` and an explicit `"fork"` share or
     copy the parent's state: no boundary.
 
+    {reach}
+
     {fix_safety}
 
     ## Known problems
-    Functions reached only through framework callbacks (Lightning hooks, a
-    method called on an object whose class cannot be seen) are not followed,
-    and a seed given only on the command line of a launcher is invisible.
+    Functions reached only through framework callbacks (Lightning hooks) are
+    not followed, and a seed given only on the command line of a launcher is
+    invisible. A method called on an object whose class cannot be seen is
+    not followed either (only `build`/`make`/`create` make the run
+    incomplete, since configs build trainers that way).
     A function handed to another call is followed only when that call runs
     it (`fire.Fire(main)`, `typer.run`, `Thread(target=...)`,
     `executor.submit(fn)`, `functools.partial`, ...); a class handed to
@@ -345,6 +396,8 @@ class UnseededPythonRandom(_UnseededGlobalRng):
     `random.seed` or a helper that calls it (Lightning's `seed_everything`,
     `transformers.set_seed`, ...) anywhere on the way counts.
 
+    {reach}
+
     {fix_safety}
 
     ## Known problems
@@ -384,6 +437,8 @@ class UnseededNumpyRandom(_UnseededGlobalRng):
     `random.seed` seeds: without `np.random.seed(...)`, augmentations and
     splits made with them differ on every run. The rule follows the program
     from its entry points as TDL001 does.
+
+    {reach}
 
     {fix_safety}
 
