@@ -49,6 +49,7 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
     mentions_cuda,
 )
+from torchdet_lint.model.generators import generator_given
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
@@ -608,7 +609,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             for made in self._receiver_makers(func.value):
                 function.add_call(f"{made}.{attribute}", seen)
         # RNG draws
-        kind = draw_kind(qualified, node)
+        kind = draw_kind(qualified, node, self.context)
         # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
         loader = qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node)
         if kind == "torch" and qualified in self.facts.torch_modules and self.context.scopes.skips_init:
@@ -616,9 +617,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
             kind = "torch"
         if kind is None and is_dataloader(loader):
-            if loader_shuffles(node, self.context.call_name, loader) and not _seeded_generator(node):
+            if loader_shuffles(node, self.context.call_name, loader) and not _seeded_generator(self.context, node):
                 kind = "torch"
-        if kind is None and attribute in self.facts.torch_methods and qualified is None and self.context.imports_torch:
+        if (
+            kind is None
+            and attribute in self.facts.torch_methods
+            and qualified is None
+            and self.context.imports_torch
+            and not generator_given(self.context, node)
+        ):
             kind = "torch"
         if kind is not None:
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
@@ -1205,10 +1212,10 @@ def _short(code: str) -> str:
     return code if len(code) <= 40 else code[:37] + "..."
 
 
-def _seeded_generator(call: cst.Call) -> bool:
+def _seeded_generator(context: "FileContext", call: cst.Call) -> bool:
     """`generator=` given and not derived from `torch.initial_seed()` (which is random until seeded)."""
     value = arg_value(call, "generator")
-    if value is None or literal(value) is None:
+    if value is None or not generator_given(context, call):
         return False
     code = cst.Module([]).code_for_node(value)
     return "initial_seed" not in code
