@@ -1,6 +1,7 @@
 """Explicit generators: whether a call's `generator=` argument is a generator object
-of its own (the draw does not touch the global RNG) or may be None (it does).
-A parameter that defaults to None and is passed on is decided from this file's callers.
+of its own (the draw does not touch the global RNG) or may be None (it does); and,
+as for a seed, whether a parameter that defaults to None and is passed on may keep
+its default, decided from the callers in its file.
 """
 
 from __future__ import annotations
@@ -23,11 +24,18 @@ def generator_given(context, call: cst.Call, position: Optional[int] = None) -> 
     value = arg_value(call, "generator", position)
     if value is None or literal(value) is None:
         return False
-    if type(value) is not cst.Name or context is None:
-        return True
+    return context is None or not none_by_default(context, value)
+
+
+def none_by_default(context, value: cst.BaseExpression) -> bool:
+    """`value`, an argument of a call, is a parameter of the enclosing function that defaults to
+    None, is never rebound there, and may keep its default: the function has no caller in this
+    file, or one that leaves it out or passes None."""
+    if type(value) is not cst.Name:
+        return False
     parameters = _parameters(context)
     passed = parameters.passed_on.get(id(value))
-    return passed is None or parameters.always_given(*passed, set())
+    return passed is not None and not parameters.always_given(*passed, set())
 
 
 @dataclass
