@@ -16,7 +16,7 @@ import libcst as cst
 
 from torchdet_lint.core.data import load_toml, rules_directory
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, canonical, dict_entry, literal, opaque_keywords
-from torchdet_lint.model.generators import generator_given
+from torchdet_lint.model.parameters import generator_given
 
 
 def rules_file(name: str) -> Path:
@@ -145,7 +145,7 @@ def config_helpers(settings) -> Dict[str, FrozenSet[str]]:
 def draw_kind(name: Optional[str], call: Optional[cst.Call] = None, context: Any = None) -> Optional[str]:
     """The global RNG a call with this qualified name draws from, if any: a torch draw given a
     generator of its own (`torch.randn(3, generator=g)`) draws from none (see
-    `generators.generator_given`, which reads the file's callers through `context`)."""
+    `parameters.generator_given`, which reads the file's callers through `context`)."""
     if not name:
         return None
     table = facts()

@@ -10,7 +10,7 @@ from torchdet_lint.core.call_edits import with_first_argument
 from torchdet_lint.core.diagnostics import SILENCED_BY_SEEDING_CONSTRUCTOR, Applicability, FixBuilder
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
-from torchdet_lint.model.generators import none_by_default
+from torchdet_lint.model.parameters import none_by_default
 
 _SEEDABLE = {"torch.Generator": None, "numpy.random.default_rng": 0, "numpy.random.RandomState": 0, "random.Random": 0}
 SEED_KEYWORDS = {"numpy.random.default_rng": "seed", "numpy.random.RandomState": "seed", "random.Random": "x"}

@@ -19,7 +19,7 @@ from torchdet_lint.model.facts import (
     loader_name,
     loader_shuffles,
 )
-from torchdet_lint.model.generators import generator_given
+from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.summary import RNG_KINDS
 
 MAX_SEED_SOURCES = 16  # expressions a seed is followed through (names, a few steps deep)

@@ -1,13 +1,13 @@
-"""Explicit generators: whether a call's `generator=` argument is a generator object
-of its own (the draw does not touch the global RNG) or may be None (it does); and,
-as for a seed, whether a parameter that defaults to None and is passed on may keep
-its default, decided from the callers in its file.
+"""Parameters passed on: which function and parameter an argument name is, and what every
+caller in the same file passes for it. Answers whether a `generator=` argument is a generator
+object of its own (the draw does not touch the global RNG) or may be None (it does), and
+whether a seed parameter may keep its `None` default. Read lazily, once per file.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 from weakref import WeakKeyDictionary
 
 import libcst as cst
@@ -31,30 +31,64 @@ def none_by_default(context, value: cst.BaseExpression) -> bool:
     """`value`, an argument of a call, is a parameter of the enclosing function that defaults to
     None, is never rebound there, and may keep its default: the function has no caller in this
     file, or one that leaves it out or passes None."""
-    if type(value) is not cst.Name:
+    passed = passed_parameter(context, value)
+    if passed is None or not _defaults_to_none(*passed):
         return False
-    parameters = _parameters(context)
-    passed = parameters.passed_on.get(id(value))
-    return passed is not None and not parameters.always_given(*passed, set())
+    return not every_caller_passes(context, value, lambda given: literal(given) is not None, _defaults_to_none)
+
+
+def _defaults_to_none(function: "Function", parameter: str) -> bool:
+    default = function.defaults.get(parameter)
+    return default is not None and literal(default) is None
+
+
+def passed_parameter(context, value: cst.BaseExpression) -> Optional[Tuple["Function", str]]:
+    """The function and parameter that `value` (a name given as an argument of a call in that
+    function) is, when the parameter is never rebound in the function's body."""
+    if type(value) is not cst.Name:
+        return None
+    return _parameters(context).passed_on.get(id(value))
+
+
+def every_caller_passes(
+    context,
+    value: cst.BaseExpression,
+    accept: Callable[[cst.BaseExpression], bool],
+    follow: Callable[["Function", str], bool] = lambda function, parameter: True,
+) -> bool:
+    """`value` is a parameter passed on (`passed_parameter`), its function has callers in this
+    file, and each gives it something `accept`s (the parameter's default where it leaves it out;
+    a parameter of the caller's own that `follow` picks is followed to its callers in turn). A
+    function used otherwise than called (passed, stored) has callers out of sight: False."""
+    passed = passed_parameter(context, value)
+    return passed is not None and _parameters(context).every_caller(passed[0], passed[1], accept, follow, set())
 
 
 @dataclass
-class _Function:
+class Function:
     name: str
     method: bool  # called as `obj.name(...)`, its first parameter bound
     positions: Dict[str, int] = field(default_factory=dict)  # positional parameters, as the caller counts them
+    defaults: Dict[str, cst.BaseExpression] = field(default_factory=dict)
 
 
 @dataclass
 class _Parameters:
-    """A file's functions with parameters defaulting to None, the arguments that pass such a
-    parameter on (id of the `Name` -> function and parameter), and every call by name."""
+    """A file's parameters passed on as arguments (id of the `Name` -> function and parameter),
+    and every call by name."""
 
-    passed_on: Dict[int, Tuple[_Function, str]] = field(default_factory=dict)
+    passed_on: Dict[int, Tuple[Function, str]] = field(default_factory=dict)
     calls: Dict[Tuple[bool, str], List[cst.Call]] = field(default_factory=dict)  # (as a method, name) -> calls
-    loose: Set[Tuple[bool, str]] = field(default_factory=set)  # functions also used otherwise than called
+    loose: Set[Tuple[bool, str]] = field(default_factory=set)  # names also used otherwise than called
 
-    def always_given(self, function: _Function, parameter: str, followed: Set[Tuple[str, str]]) -> bool:
+    def every_caller(
+        self,
+        function: Function,
+        parameter: str,
+        accept: Callable[[cst.BaseExpression], bool],
+        follow: Callable[[Function, str], bool],
+        followed: Set[Tuple[str, str]],
+    ) -> bool:
         key = (function.method, function.name)
         callers = self.calls.get(key)
         if not callers or key in self.loose or len(followed) >= MAX_FOLLOWED or (function.name, parameter) in followed:
@@ -62,10 +96,18 @@ class _Parameters:
         followed = followed | {(function.name, parameter)}
         for call in callers:
             found = find_arg(call, parameter, function.positions.get(parameter))
-            if found is None or found.star or literal(found.value) is None:
+            if found is None:
+                default = function.defaults.get(parameter)
+                if default is None or any(arg.star for arg in call.args) or not accept(default):
+                    return False
+                continue
+            if found.star:
                 return False
             passed = self.passed_on.get(id(found.value))
-            if passed is not None and not self.always_given(*passed, followed):
+            if passed is not None and follow(*passed):
+                if not self.every_caller(*passed, accept, follow, followed):
+                    return False
+            elif not accept(found.value):
                 return False
         return True
 
@@ -80,15 +122,12 @@ def _parameters(context) -> _Parameters:
     return found
 
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-
 class _Scanner:
     def __init__(self) -> None:
         self.result = _Parameters()
-        # Enclosing functions, innermost last: (the function, its None-default parameters never
-        # rebound, every name it binds).
-        self.stack: List[Tuple[_Function, Set[str], Set[str]]] = []
+        # Enclosing functions, innermost last: (the function, its parameters never rebound, every
+        # name it binds).
+        self.stack: List[Tuple[Function, Set[str], Set[str]]] = []
         self.callees: Set[int] = set()  # the `func` of calls, and names that are no reference
 
     def scan(self, module: cst.Module) -> _Parameters:
@@ -124,21 +163,19 @@ class _Scanner:
         static = any(type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in node.decorators)
         method = class_name is not None and not static
         positional = [*params.posonly_params, *params.params]
-        function = _Function(node.name.value, method)
+        function = Function(node.name.value, method)
         for index, param in enumerate(positional[1:] if method else positional):
             function.positions[param.name.value] = index
+        named = (*positional, *params.kwonly_params)
+        function.defaults = {p.name.value: p.default for p in named if p.default is not None}
         bound = _bound_names(node.body)
-        none_default = {
-            p.name.value
-            for p in (*positional, *params.kwonly_params)
-            if p.default is not None and literal(p.default) is None and p.name.value not in bound
-        }
+        kept = {p.name.value for p in named if p.name.value not in bound}
         for decorator in node.decorators:
             self._walk(decorator, class_name)
-        for param in (*positional, *params.kwonly_params):
+        for param in named:
             if param.default is not None:
                 self._walk(param.default, class_name)
-        self.stack.append((function, none_default, bound | {p.name.value for p in (*positional, *params.kwonly_params)}))
+        self.stack.append((function, kept, bound | {p.name.value for p in named}))
         self._walk(node.body, None)
         self.stack.pop()
 
@@ -157,9 +194,9 @@ class _Scanner:
             value = arg.value
             if type(value) is not cst.Name:
                 continue
-            for function, none_default, bound in reversed(self.stack):
+            for function, kept, bound in reversed(self.stack):
                 if value.value in bound:
-                    if value.value in none_default:
+                    if value.value in kept:
                         self.result.passed_on[id(value)] = (function, value.value)
                     break
 
