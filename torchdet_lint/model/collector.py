@@ -49,9 +49,9 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
     mentions_cuda,
 )
-from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
+from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.processes import FORK, LAUNCHERS, POOL_METHODS, PROCESS_CLASSES, process_start, sets_spawn_start
 from torchdet_lint.model.scan import ast_anchors, function_spans
 from torchdet_lint.model.summary import (
