@@ -478,12 +478,21 @@ class Project:
 
     def seeds_argument(self, display: str, target: str, keyword: Optional[str], position: Optional[int]) -> bool:
         """Whether a first-party class seeds the object handed to its constructor as `keyword=`
-        (or at `position`): it calls `.manual_seed`/`.seed` on that parameter in `__init__`, or on
-        the attribute `__init__` stores it in, in any method of the class or its bases."""
+        (or at `position`): it calls `.manual_seed`/`.seed` on that parameter in `__init__` (its
+        own or, when it has none, the nearest base's), or on the attribute that `__init__` stores
+        it in, in any method of the class or its bases."""
         found = self.class_node(display, target)
         if found is None:
             return False
-        cls = self.summaries[found[0]].classes[found[1]]
+        chain = self.base_classes(found[0], found[1], set())
+        # The `__init__` that runs: the class's own, or the nearest base's (a subclass that only
+        # adds `__iter__` takes its base's parameters and the attributes they are stored in).
+        cls = next(
+            (self.summaries[file].classes[name] for file, name in chain if "__init__" in self.summaries[file].classes[name].methods),
+            None,
+        )
+        if cls is None:
+            return False
         parameters = cls.init_parameters[1:]  # after `self`
         name = (
             keyword
@@ -498,9 +507,7 @@ class Project:
             return True
         attributes = {attribute for attribute, parameter in cls.attribute_parameters.items() if parameter == name}
         return any(
-            attribute in self.summaries[file].classes[base].seeded_attributes
-            for file, base in self.base_classes(found[0], found[1], set())
-            for attribute in attributes
+            attribute in self.summaries[file].classes[base].seeded_attributes for file, base in chain for attribute in attributes
         )
 
     def base_classes(self, display: str, name: str, seen: Set[Tuple[str, str]]) -> List[Tuple[str, str]]:
