@@ -487,10 +487,8 @@ class Project:
         chain = self.base_classes(found[0], found[1], set())
         # The `__init__` that runs: the class's own, or the nearest base's (a subclass that only
         # adds `__iter__` takes its base's parameters and the attributes they are stored in).
-        cls = next(
-            (self.summaries[file].classes[name] for file, name in chain if "__init__" in self.summaries[file].classes[name].methods),
-            None,
-        )
+        owners = [self.summaries[file].classes[name] for file, name in chain]
+        cls = next((owner for owner in owners if "__init__" in owner.methods), None)
         if cls is None:
             return False
         parameters = cls.init_parameters[1:]  # after `self`
