@@ -30,6 +30,11 @@ SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
 # line: a number, or `cell N, line M` in a notebook); the finding stands only if one of them builds a module
 # that draws from torch (a first-party class, or what a first-party factory returns). The project phase decides and names it.
 KEPT_IF_FIRST_PARTY_DRAWS = "kept_if_first_party_draws"
+# Diagnostic.extra key (TDL101, TDL104): pairs (first-party name, torch name) the finding read a
+# first-party name as, where that module may re-export torch's object under the same name
+# (`from torch.utils.data import SubsetRandomSampler` in `pkg/sampler.py`); the finding stands
+# only if every pair is such a re-export (the project phase decides).
+KEPT_IF_REEXPORTED = "kept_if_reexported"
 DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 

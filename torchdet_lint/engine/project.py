@@ -15,6 +15,7 @@ from torchdet_lint.checks import project_rule_classes
 from torchdet_lint.core.diagnostics import (
     DRAW_PLACEHOLDER,
     KEPT_IF_FIRST_PARTY_DRAWS,
+    KEPT_IF_REEXPORTED,
     SILENCED_BY_FLAG,
     SILENCED_BY_REACHED_COVERS,
     SILENCED_BY_SEEDING_CONSTRUCTOR,
@@ -82,9 +83,20 @@ def project_phase(
     has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in r.diagnostics)
     has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
     has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
-    if not (rules or has_flag_findings or has_reach_findings or has_epoch_findings or has_handed_rngs or has_late_builds):
+    has_reexports = any(d.extra.get(KEPT_IF_REEXPORTED) for r in results for d in r.diagnostics)
+    filters = (has_flag_findings, has_reach_findings, has_epoch_findings, has_handed_rngs, has_late_builds, has_reexports)
+    if not (rules or any(filters)):
         return [], None
     project = build_project(results, files, options, context)
+    if has_reexports:
+        # TDL101/TDL104: a first-party name read as torch's stands for it only where the project's
+        # module re-exports torch's object under that name.
+        for result in results:
+            result.diagnostics = [
+                d
+                for d in result.diagnostics
+                if all(project.external_name(d.path, name) == torch for name, torch in d.extra.get(KEPT_IF_REEXPORTED) or ())
+            ]
     if has_flag_findings and project.deterministic_mode_enabled():
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]

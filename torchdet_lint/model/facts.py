@@ -212,6 +212,17 @@ SEEDS_TRAINER_WORKERS = "trainer-workers"
 DATA_LOADING = frozenset({DATALOADER, "torch.utils.data.random_split", "torch.utils.data.DistributedSampler"}) | RANDOM_SAMPLERS
 
 
+def reexported_torch(context: Any, qualified: Optional[str], candidates) -> Optional[str]:
+    """The torch name among `candidates` that a first-party name may stand for: one with the same
+    last name (`pkg.sampler.SubsetRandomSampler` for `torch.utils.data.SubsetRandomSampler`), as
+    a module of the project that imports it re-exports it. Only the project phase can tell
+    (`Project.external_name`): a finding that relies on it carries `KEPT_IF_REEXPORTED`."""
+    if not qualified or qualified.split(".", 1)[0] not in context.first_party:
+        return None
+    last = qualified.rsplit(".", 1)[-1]
+    return next((name for name in sorted(candidates) if name.rsplit(".", 1)[-1] == last), None)
+
+
 def _has_generator(call: cst.Call, name: str, context: Any = None) -> bool:
     position = GENERATOR_POSITION.get(name)
     value = arg_value(call, "generator", position)

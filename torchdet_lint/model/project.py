@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.core.names import canonical
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
@@ -452,6 +453,22 @@ class Project:
             if found is not None:
                 return found
         return None
+
+    def external_name(self, display: str, target: str, depth: int = 0) -> Optional[str]:
+        """The third-party name a first-party qualified name is bound to through the re-exports of
+        the project's modules (`pkg.sampler.SubsetRandomSampler` where `pkg/sampler.py` imports
+        `SubsetRandomSampler` from `torch.utils.data`); None when it is a definition of the project
+        or cannot be followed."""
+        found = self.index.module(target, display)
+        if found is None or not found[1] or "." in found[1] or depth > 4:
+            return None
+        summary = self.summaries.get(found[0])
+        bound = summary.exports.get(found[1]) if summary is not None else None
+        if bound is None or bound.startswith("."):
+            return None
+        if bound.split(".", 1)[0] in self.first_party:
+            return self.external_name(found[0], bound, depth + 1)
+        return canonical(bound)
 
     def builds_drawing_module(self, display: str, target: str) -> bool:
         """Whether calling `target` builds a first-party class whose construction draws from torch
