@@ -19,9 +19,9 @@ SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
 # Diagnostic.extra key: cover kinds of the summaries (a list) any of which, in every
 # entry point that reaches the finding, silences it (TDL306; the project phase drops it).
 SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
-# Diagnostic.extra key (TDL105): the sampler leaves its file, "loader" (handed to a DataLoader) or
-# "escapes" (passed on, returned, stored); a `.set_epoch(` elsewhere in the project on a loader's
-# `.sampler` (any receiver for "escapes") silences it (the project phase drops it).
+# Diagnostic.extra key (TDL105): how the sampler may be named in another file, as (names it leaves
+# its function under, functions returning it alone, the same two for the loader built with it); a
+# `.set_epoch(` elsewhere in the project on such a receiver silences it (the project phase drops it).
 SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
 # Diagnostic.extra key (TDL005): the first-party constructors the RNG object is handed to, as
 # (call target, keyword, position); one that seeds that parameter itself silences it.

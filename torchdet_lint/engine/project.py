@@ -149,17 +149,25 @@ def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic
 
 def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:
     """TDL105 (RULES.md, "Catalog and evidence"): the epoch loop often lives in another module
-    than the sampler's builder. A sampler handed to a loader is told its epoch by any
-    `<loader>.sampler.set_epoch(` of the project; one passed on or returned, by any `.set_epoch(`."""
-    how = diagnostic.extra.get(SILENCED_BY_SET_EPOCH)
-    if not how:
+    than the sampler's builder. A `.set_epoch(` of another file tells a sampler its epoch when
+    its receiver can be that sampler: a name the sampler leaves its function under (returned,
+    passed, stored in an attribute), a name bound to a call of a function that returns it alone,
+    or `<loader>.sampler` for such a name of the loader built with it."""
+    leaves = diagnostic.extra.get(SILENCED_BY_SET_EPOCH)
+    if not leaves:
         return False
+    names, functions, loader_names, loader_functions = leaves
     for display, summary in project.summaries.items():
         if display == diagnostic.path:
             continue  # the file's own calls were read by the rule, name by name
-        for receiver in summary.set_epoch:
-            if how == "escapes" or receiver.endswith(".sampler"):
+        for receiver, origin in summary.set_epoch:
+            parts = receiver.split(".")
+            called = origin.rsplit(".", 1)[-1] if origin else ""  # `sampler = build_sampler(...)`
+            if parts[-1] in names or (len(parts) == 1 and called in functions):
                 return True
+            if len(parts) >= 2 and parts[-1] == "sampler":
+                if parts[-2] in loader_names or (len(parts) == 2 and called in loader_functions):
+                    return True
     return False
 
 

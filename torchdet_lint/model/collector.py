@@ -564,8 +564,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
         if attribute == "set_epoch":
             receiver = dotted_name(func.value)
-            if receiver is not None and receiver not in self.summary.set_epoch:
-                self.summary.set_epoch.append(receiver)
+            if receiver is not None:
+                # The call the receiver's name was bound from (`sampler = build_sampler(...)`).
+                entry = (receiver, self.keys[-1][3].get(receiver.split(".", 1)[0], ""))
+                if entry not in self.summary.set_epoch:
+                    self.summary.set_epoch.append(entry)
         runs_arguments = qualified in RUNNERS or attribute in RUNNER_METHODS
         if runs_arguments or qualified in LAMBDA_CALLERS or attribute == "sort":
             self.running_lambdas.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
