@@ -31,6 +31,8 @@ def none_by_default(context, value: cst.BaseExpression) -> bool:
     """`value`, an argument of a call, is a parameter of the enclosing function that defaults to
     None, is never rebound there, and may keep its default: the function has no caller in this
     file, or one that leaves it out or passes None."""
+    if type(value) is cst.Name and _parameters(context).unreadable:
+        return True
     passed = passed_parameter(context, value)
     if passed is None or not _defaults_to_none(*passed):
         return False
@@ -80,6 +82,7 @@ class _Parameters:
     passed_on: Dict[int, Tuple[Function, str]] = field(default_factory=dict)
     calls: Dict[Tuple[bool, str], List[cst.Call]] = field(default_factory=dict)  # (as a method, name) -> calls
     loose: Set[Tuple[bool, str]] = field(default_factory=set)  # names also used otherwise than called
+    unreadable: bool = False  # the file could not be read: any name may be a parameter that keeps `None`
 
     def every_caller(
         self,
@@ -118,7 +121,11 @@ _CACHE: "WeakKeyDictionary[object, _Parameters]" = WeakKeyDictionary()
 def _parameters(context) -> _Parameters:
     found = _CACHE.get(context)
     if found is None:
-        found = _CACHE[context] = _Scanner().scan(context.module)
+        try:
+            found = _Scanner().scan(context.module)
+        except RecursionError:
+            found = _Parameters(unreadable=True)  # an expression nested too deeply to read
+        _CACHE[context] = found
     return found
 
 
