@@ -55,15 +55,13 @@ def _annotated(annotation: cst.BaseExpression) -> FrozenSet[str]:
     return frozenset()
 
 
-def _ends_path(block: cst.IndentedBlock) -> bool:
+def _ends_path(block: cst.BaseSuite) -> bool:
     """A block whose last statement leaves it (`return`, `raise`, `continue`, `break`): what it did
     holds on no path after the statement that contains it."""
     last = block.body[-1] if block.body else None
-    return (
-        type(last) is cst.SimpleStatementLine
-        and bool(last.body)
-        and type(last.body[-1]) in (cst.Return, cst.Raise, cst.Continue, cst.Break)
-    )
+    if type(block) is cst.IndentedBlock:
+        last = last.body[-1] if type(last) is cst.SimpleStatementLine and last.body else None
+    return type(last) in (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 
 class UnstableSeedValue(Rule):
@@ -202,6 +200,12 @@ class UnstableSeedValue(Rule):
         self._branch_start(node)
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._branch_end(original_node, _ends_path(original_node))
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._branch_start(node)  # `if seed is None: return` on one line
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
         self._branch_end(original_node, _ends_path(original_node))
 
     def _fork(self, node: cst.CSTNode, branches: List[Optional[cst.CSTNode]]) -> None:
