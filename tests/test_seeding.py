@@ -204,3 +204,14 @@ def test_the_fix_never_calls_a_helper_of_a_private_module_or_another_script(tmp_
     script = _HELPER.format(name="set_seed") + '\n\nif __name__ == "__main__":\n    set_seed(1)\n'
     other_script = _fixed_train(tmp_path / "b", {"evaluate.py": script})
     assert "set_seed" not in other_script and "torch.manual_seed(0)" in other_script
+
+
+def test_a_generator_parameter_in_a_file_too_deep_to_read_counts_as_a_draw() -> None:
+    # The callers of `sample` cannot be read (an expression nested past the reader's depth):
+    # `generator=generator` is then taken for the global generator, as without the decision.
+    terms = " + ".join(f"a{i}" for i in range(1200))
+    source = (
+        f"import torch\n\ndef sample(n, generator=None):\n    t = {terms}\n    return torch.randn(n, generator=generator)\n\n"
+        f"{MAIN}    sample(3, generator=torch.Generator().manual_seed(0))\n"
+    )
+    assert _codes({"a.py": source}, ["TDL001", "TDL000"]) == ["TDL001"]

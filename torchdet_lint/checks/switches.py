@@ -5,10 +5,11 @@ cuBLAS workspace), in every spelling: `torch.backends.cudnn.benchmark`,
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchdet_lint.checks.setting_paths import SettingPaths
 from torchdet_lint.core.diagnostics import Applicability, FixBuilder
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dict_entry, find_arg, literal, reported_argument
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
@@ -370,7 +371,7 @@ class CublasWorkspaceConfigMissing(Rule):
         return False
 
 
-class ContradictoryCudnnFlags(BranchTracker, Rule):
+class ContradictoryCudnnFlags(Rule):
     """
     ## Why is this bad?
     `cudnn.deterministic = True` asks cuDNN for deterministic convolution
@@ -380,16 +381,41 @@ class ContradictoryCudnnFlags(BranchTracker, Rule):
     Lightning's `Trainer(deterministic=True, benchmark=True)` is the same
     contradiction (Lightning itself warns about it).
 
+    The two settings must hold together on one path through the code: the
+    module's own code (its main block included) and each function are
+    followed statement by statement, through both sides of every `if`, loops
+    that run or not, `try` blocks, and the calls of the file's module-level
+    functions (a `set_determinism()` defined above and called before
+    `cudnn.benchmark = True` counts). A branch that sets `deterministic =
+    True` after `benchmark = False`, or that returns, does not contradict a
+    `benchmark = True` elsewhere: the recipe form
+
+    ```python
+    if args.deterministic:
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+    else:
+        torch.backends.cudnn.benchmark = True
+    ```
+
+    is silent, also with `cudnn.benchmark = True` set before the `if` (the
+    branch's `False` replaces it). A `benchmark = True` reached after a
+    `deterministic = True` on some path is reported, naming that path's
+    `deterministic` line (the first in the file when several paths lead
+    there), even when a later line turns it off again.
+
     ## Fix safety
     Safe: the benchmark flag becomes `False`, keeping what `deterministic`
     asked for. Speed may drop for fixed-shape convolutions.
 
     ## Known problems
-    The two flags are matched within one module only. Assignments in
-    different branches of one `if` (`if mode == 0: ... else: ...`) never run
-    together and are not paired. A non-literal
-    benchmark value next to `deterministic = True` is reported as a possible
-    contradiction, without a fix.
+    The two flags are matched within one module only, and a function's body
+    starts from its caller's settings only where the file calls it (a
+    function nobody in the file calls starts with neither set). The tests of
+    `if` statements are not read: two `if args.deterministic:` blocks are
+    followed as independent choices. A non-literal benchmark value next to
+    `deterministic = True` is reported as a possible contradiction, without a
+    fix.
 
     ## Options
     None. Profile `performance` keeps this rule (it drops TDL301).
@@ -411,21 +437,24 @@ class ContradictoryCudnnFlags(BranchTracker, Rule):
     good = (
         "import torch\ntorch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = False\n",
         "import lightning as L\ntrainer = L.Trainer(deterministic=True)\n",
+        (
+            "import torch\n\nif deterministic:\n    torch.backends.cudnn.benchmark = False\n"
+            "    torch.backends.cudnn.deterministic = True\nelse:\n    torch.backends.cudnn.benchmark = True\n"
+        ),
     )
 
     def __init__(self, context) -> None:
-        Rule.__init__(self, context)
-        BranchTracker.__init__(self)
-        self.deterministic: List[Tuple[cst.Assign, FrozenSet[Tuple[int, int]]]] = []
-        self.benchmarks: List[Tuple[cst.Assign, cst.BaseExpression, object, FrozenSet[Tuple[int, int]]]] = []
+        super().__init__(context)
+        # id of each flag assignment -> (0: deterministic, 1: benchmark; the value as written).
+        self.assignments: Dict[int, Tuple[int, object]] = {}
+        self.values: Dict[int, cst.BaseExpression] = {}
+        self.contradictions: Dict[int, Tuple[cst.Assign, Set[cst.Assign]]] = {}  # id of a benchmark setting
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for name, value in cudnn_assignments(self, node):
-            constant = literal(value)
-            if name == DETERMINISTIC and constant is True:
-                self.deterministic.append((node, self.branch_path()))
-            elif name == BENCHMARK and (constant is True or constant is NOT_LITERAL):
-                self.benchmarks.append((node, value, constant, self.branch_path()))
+            self.assignments[id(node)] = (0 if name == DETERMINISTIC else 1, literal(value))
+            if name == BENCHMARK:
+                self.values[id(node)] = value
 
     def visit_Call(self, node: cst.Call) -> None:
         deterministic = trainer_argument(self, node, "deterministic")
@@ -446,14 +475,22 @@ class ContradictoryCudnnFlags(BranchTracker, Rule):
                 where, "`Trainer(deterministic=True, benchmark=...)` with a non-literal benchmark value may undo `deterministic`"
             )
 
+    def _check(self, state) -> None:
+        deterministic, benchmark = state
+        if not isinstance(deterministic, tuple) or not isinstance(benchmark, tuple) or deterministic[0] is not True:
+            return
+        if benchmark[0] is True or benchmark[0] is NOT_LITERAL:
+            self.contradictions.setdefault(id(benchmark[1]), (benchmark[1], set()))[1].add(deterministic[1])
+
     def leave_Module(self, original_node: cst.Module) -> None:
-        for node, value, constant, path in self.benchmarks:
-            # The first `deterministic = True` that can run with this benchmark setting.
-            together = next((d for d, where in self.deterministic if not exclusive(path, where)), None)
-            if together is None:
-                continue
-            line = self.context.node_range(together)[0]
-            if constant is True:
+        settings = self.assignments.values()
+        if not any(s == (0, True) for s in settings) or not any(s[0] == 1 and s[1] in (True, NOT_LITERAL) for s in settings):
+            return
+        SettingPaths(original_node, self.assignments, 2, self._check).walk()
+        for node, paired in self.contradictions.values():
+            line = min(self.context.node_range(d)[0] for d in paired)
+            if self.assignments[id(node)][1] is True:
+                value = self.values[id(node)]
                 fix = _false_fix(value, "cudnn.benchmark") if len(node.targets) == 1 else None
                 self.report(
                     node,

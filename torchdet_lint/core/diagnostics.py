@@ -19,9 +19,9 @@ SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
 # Diagnostic.extra key: cover kinds of the summaries (a list) any of which, in every
 # entry point that reaches the finding, silences it (TDL306; the project phase drops it).
 SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
-# Diagnostic.extra key (TDL105): the sampler leaves its file, "loader" (handed to a DataLoader) or
-# "escapes" (passed on, returned, stored); a `.set_epoch(` elsewhere in the project on a loader's
-# `.sampler` (any receiver for "escapes") silences it (the project phase drops it).
+# Diagnostic.extra key (TDL105): how the sampler may be named in another file, as (names it leaves
+# its function under, functions returning it alone, the same two for the loader built with it); a
+# `.set_epoch(` elsewhere in the project on such a receiver silences it (the project phase drops it).
 SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
 # Diagnostic.extra key (TDL005): the first-party constructors the RNG object is handed to, as
 # (call target, keyword, position); one that seeds that parameter itself silences it.
@@ -37,6 +37,11 @@ KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
 # Diagnostic.extra key (TDL201-203): the operation's condition needs a CUDA device, so the finding
 # stands only where a reaching run may use one (or no run reaches it).
 KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
+# Diagnostic.extra key (TDL101, TDL104): pairs (first-party name, torch name) the finding read a
+# first-party name as, where that module may re-export torch's object under the same name
+# (`from torch.utils.data import SubsetRandomSampler` in `pkg/sampler.py`); the finding stands
+# only if every pair is such a re-export (the project phase decides).
+KEPT_IF_REEXPORTED = "kept_if_reexported"
 DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 

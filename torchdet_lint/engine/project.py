@@ -18,6 +18,7 @@ from torchdet_lint.core.diagnostics import (
     DRAW_PLACEHOLDER,
     KEPT_IF_CUDA,
     KEPT_IF_FIRST_PARTY_DRAWS,
+    KEPT_IF_REEXPORTED,
     KEPT_IF_TRAINING,
     SILENCED_BY_FLAG,
     SILENCED_BY_REACHED_COVERS,
@@ -104,15 +105,17 @@ def project_phase(
     has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
     has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
     has_backward_only = any(d.extra.get(KEPT_IF_TRAINING) or d.extra.get(KEPT_IF_CUDA) for r in results for d in r.diagnostics)
-    if not (
-        rules
-        or has_flag_findings
-        or has_reach_findings
-        or has_epoch_findings
-        or has_handed_rngs
-        or has_late_builds
-        or has_backward_only
-    ):
+    has_reexports = any(d.extra.get(KEPT_IF_REEXPORTED) for r in results for d in r.diagnostics)
+    filters = (
+        has_flag_findings,
+        has_reach_findings,
+        has_epoch_findings,
+        has_handed_rngs,
+        has_late_builds,
+        has_reexports,
+        has_backward_only,
+    )
+    if not (rules or any(filters)):
         return [], None
     project = build_project(results, files, options, context)
     if has_backward_only:
@@ -120,6 +123,15 @@ def project_phase(
         # CUDA-only one in runs that never leave the CPU.
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if _condition_can_hold(project, d)]
+    if has_reexports:
+        # TDL101/TDL104: a first-party name read as torch's stands for it only where the project's
+        # module re-exports torch's object under that name.
+        for result in results:
+            result.diagnostics = [
+                d
+                for d in result.diagnostics
+                if all(project.external_name(d.path, name) == torch for name, torch in d.extra.get(KEPT_IF_REEXPORTED) or ())
+            ]
     if has_flag_findings and project.deterministic_mode_enabled():
         for result in results:
             result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]
@@ -175,17 +187,25 @@ def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic
 
 def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:
     """TDL105 (RULES.md, "Catalog and evidence"): the epoch loop often lives in another module
-    than the sampler's builder. A sampler handed to a loader is told its epoch by any
-    `<loader>.sampler.set_epoch(` of the project; one passed on or returned, by any `.set_epoch(`."""
-    how = diagnostic.extra.get(SILENCED_BY_SET_EPOCH)
-    if not how:
+    than the sampler's builder. A `.set_epoch(` of another file tells a sampler its epoch when
+    its receiver can be that sampler: a name the sampler leaves its function under (returned,
+    passed, stored in an attribute), a name bound to a call of a function that returns it alone,
+    or `<loader>.sampler` for such a name of the loader built with it."""
+    leaves = diagnostic.extra.get(SILENCED_BY_SET_EPOCH)
+    if not leaves:
         return False
+    names, functions, loader_names, loader_functions = leaves
     for display, summary in project.summaries.items():
         if display == diagnostic.path:
             continue  # the file's own calls were read by the rule, name by name
-        for receiver in summary.set_epoch:
-            if how == "escapes" or receiver.endswith(".sampler"):
+        for receiver, origin in summary.set_epoch:
+            parts = receiver.split(".")
+            called = origin.rsplit(".", 1)[-1] if origin else ""  # `sampler = build_sampler(...)`
+            if parts[-1] in names or (len(parts) == 1 and called in functions):
                 return True
+            if len(parts) >= 2 and parts[-1] == "sampler":
+                if parts[-2] in loader_names or (len(parts) == 2 and called in loader_functions):
+                    return True
     return False
 
 

@@ -79,6 +79,7 @@ from torchdet_lint.model.named import (
     TEST_RUNNERS,
     dotted_literal,
 )
+from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.processes import (
     FORK,
     LAUNCHERS,
@@ -709,8 +710,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self.attribute_calls.append((function, attribute, seen))  # `args.func(args)`, decided at the end
         if attribute == "set_epoch":
             receiver = dotted_name(func.value)
-            if receiver is not None and receiver not in self.summary.set_epoch:
-                self.summary.set_epoch.append(receiver)
+            if receiver is not None:
+                # The call the receiver's name was bound from (`sampler = build_sampler(...)`).
+                entry = (receiver, self.keys[-1][3].get(receiver.split(".", 1)[0], ""))
+                if entry not in self.summary.set_epoch:
+                    self.summary.set_epoch.append(entry)
         runs_arguments = qualified in RUNNERS or attribute in RUNNER_METHODS
         if runs_arguments or qualified in LAMBDA_CALLERS or attribute == "sort":
             self.running_lambdas.update(id(arg.value) for arg in node.args if isinstance(arg.value, cst.Lambda))
@@ -763,7 +767,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self._training(node, qualified, attribute, function, site)
         self._named_objects(node, qualified, attribute, function, seen, site)
         # RNG draws
-        kind = draw_kind(qualified, node)
+        kind = draw_kind(qualified, node, self.context)
         # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
         loader = qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node)
         if kind == "torch" and qualified in self.facts.torch_modules and self.context.scopes.skips_init:
@@ -771,9 +775,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
             kind = "torch"
         if kind is None and is_dataloader(loader):
-            if loader_shuffles(node, self.context.call_name, loader) and not _seeded_generator(node):
+            if loader_shuffles(node, self.context.call_name, loader) and not _seeded_generator(self.context, node):
                 kind = "torch"
-        if kind is None and attribute in self.facts.torch_methods and qualified is None and self.context.imports_torch:
+        if (
+            kind is None
+            and attribute in self.facts.torch_methods
+            and qualified is None
+            and self.context.imports_torch
+            and not generator_given(self.context, node)
+        ):
             kind = "torch"
         if kind is not None:
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
@@ -1670,10 +1680,10 @@ def _short(code: str) -> str:
     return code if len(code) <= 40 else code[:37] + "..."
 
 
-def _seeded_generator(call: cst.Call) -> bool:
+def _seeded_generator(context: "FileContext", call: cst.Call) -> bool:
     """`generator=` given and not derived from `torch.initial_seed()` (which is random until seeded)."""
     value = arg_value(call, "generator")
-    if value is None or literal(value) is None:
+    if value is None or not generator_given(context, call):
         return False
     code = cst.Module([]).code_for_node(value)
     return "initial_seed" not in code

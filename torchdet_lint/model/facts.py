@@ -16,6 +16,7 @@ import libcst as cst
 
 from torchdet_lint.core.data import load_toml, rules_directory
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, canonical, dict_entry, literal, opaque_keywords
+from torchdet_lint.model.parameters import generator_given
 
 
 def rules_file(name: str) -> Path:
@@ -141,8 +142,10 @@ def config_helpers(settings) -> Dict[str, FrozenSet[str]]:
     return {canonical(name): frozenset(covers) for name, covers in getattr(settings, "seed_functions", ())}
 
 
-def draw_kind(name: Optional[str], call: Optional[cst.Call] = None) -> Optional[str]:
-    """The global RNG a call with this qualified name draws from, if any."""
+def draw_kind(name: Optional[str], call: Optional[cst.Call] = None, context: Any = None) -> Optional[str]:
+    """The global RNG a call with this qualified name draws from, if any: a torch draw given a
+    generator of its own (`torch.randn(3, generator=g)`) draws from none (see
+    `parameters.generator_given`, which reads the file's callers through `context`)."""
     if not name:
         return None
     table = facts()
@@ -158,10 +161,12 @@ def draw_kind(name: Optional[str], call: Optional[cst.Call] = None) -> Optional[
             if "." not in rest and rest[:1].islower() and rest not in table.numpy_not_drawing:
                 return "numpy"
         return None
-    if name in table.torch_functions or name in table.torch_modules:
+    if name in table.torch_modules:
         return "torch"
+    if name in table.torch_functions:
+        return None if call is not None and generator_given(context, call) else "torch"
     if name in table.unless_generator:
-        return None if call is not None and _has_generator(call, name) else "torch"
+        return None if call is not None and _has_generator(call, name, context) else "torch"
     module, _, last = name.rpartition(".")
     if module in table.random_class_modules and (last.startswith("Random") or last in table.random_class_names):
         return "torch"
@@ -276,12 +281,23 @@ SEEDS_TRAINER_WORKERS = "trainer-workers"
 DATA_LOADING = frozenset({DATALOADER, "torch.utils.data.random_split", "torch.utils.data.DistributedSampler"}) | RANDOM_SAMPLERS
 
 
-def _has_generator(call: cst.Call, name: str) -> bool:
+def reexported_torch(context: Any, qualified: Optional[str], candidates) -> Optional[str]:
+    """The torch name among `candidates` that a first-party name may stand for: one with the same
+    last name (`pkg.sampler.SubsetRandomSampler` for `torch.utils.data.SubsetRandomSampler`), as
+    a module of the project that imports it re-exports it. Only the project phase can tell
+    (`Project.external_name`): a finding that relies on it carries `KEPT_IF_REEXPORTED`."""
+    if not qualified or qualified.split(".", 1)[0] not in context.first_party:
+        return None
+    last = qualified.rsplit(".", 1)[-1]
+    return next((name for name in sorted(candidates) if name.rsplit(".", 1)[-1] == last), None)
+
+
+def _has_generator(call: cst.Call, name: str, context: Any = None) -> bool:
     position = GENERATOR_POSITION.get(name)
     value = arg_value(call, "generator", position)
     if value is None:
         return opaque_keywords(call)
-    return literal(value) is not None
+    return generator_given(context, call, position) if context is not None else literal(value) is not None
 
 
 @lru_cache(maxsize=1)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.core.names import canonical
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
@@ -577,6 +578,22 @@ class Project:
                 return found
         return None
 
+    def external_name(self, display: str, target: str, depth: int = 0) -> Optional[str]:
+        """The third-party name a first-party qualified name is bound to through the re-exports of
+        the project's modules (`pkg.sampler.SubsetRandomSampler` where `pkg/sampler.py` imports
+        `SubsetRandomSampler` from `torch.utils.data`); None when it is a definition of the project
+        or cannot be followed."""
+        found = self.index.module(target, display)
+        if found is None or not found[1] or "." in found[1] or depth > 4:
+            return None
+        summary = self.summaries.get(found[0])
+        bound = summary.exports.get(found[1]) if summary is not None else None
+        if bound is None or bound.startswith("."):
+            return None
+        if bound.split(".", 1)[0] in self.first_party:
+            return self.external_name(found[0], bound, depth + 1)
+        return canonical(bound)
+
     def builds_drawing_module(self, display: str, target: str) -> bool:
         """Whether calling `target` builds a first-party class whose construction draws from torch
         (`Net()` with an `nn.Linear` in `__init__`), directly or as what a first-party factory
@@ -602,12 +619,19 @@ class Project:
 
     def seeds_argument(self, display: str, target: str, keyword: Optional[str], position: Optional[int]) -> bool:
         """Whether a first-party class seeds the object handed to its constructor as `keyword=`
-        (or at `position`): it calls `.manual_seed`/`.seed` on that parameter in `__init__`, or on
-        the attribute `__init__` stores it in, in any method of the class or its bases."""
+        (or at `position`): it calls `.manual_seed`/`.seed` on that parameter in `__init__` (its
+        own or, when it has none, the nearest base's), or on the attribute that `__init__` stores
+        it in, in any method of the class or its bases."""
         found = self.class_node(display, target)
         if found is None:
             return False
-        cls = self.summaries[found[0]].classes[found[1]]
+        chain = self.base_classes(found[0], found[1], set())
+        # The `__init__` that runs: the class's own, or the nearest base's (a subclass that only
+        # adds `__iter__` takes its base's parameters and the attributes they are stored in).
+        owners = [self.summaries[file].classes[name] for file, name in chain]
+        cls = next((owner for owner in owners if "__init__" in owner.methods), None)
+        if cls is None:
+            return False
         parameters = cls.init_parameters[1:]  # after `self`
         name = (
             keyword
@@ -622,9 +646,7 @@ class Project:
             return True
         attributes = {attribute for attribute, parameter in cls.attribute_parameters.items() if parameter == name}
         return any(
-            attribute in self.summaries[file].classes[base].seeded_attributes
-            for file, base in self.base_classes(found[0], found[1], set())
-            for attribute in attributes
+            attribute in self.summaries[file].classes[base].seeded_attributes for file, base in chain for attribute in attributes
         )
 
     def base_classes(self, display: str, name: str, seen: Set[Tuple[str, str]]) -> List[Tuple[str, str]]:

@@ -572,8 +572,9 @@ class _AstScanner:
                 self._dispatch(child, func, target, key, function, seen)
                 if isinstance(func, ast.Attribute) and func.attr == "set_epoch":
                     receiver = _ast_dotted(func.value)
-                    if receiver is not None and receiver not in self.summary.set_epoch:
-                        self.summary.set_epoch.append(receiver)
+                    entry = (receiver, types.get(receiver.split(".", 1)[0], "")) if receiver is not None else None
+                    if entry is not None and entry not in self.summary.set_epoch:
+                        self.summary.set_epoch.append(entry)
                 if isinstance(child.func, ast.Attribute) and child.func.attr == "cuda" and len(function.cuda) < MAX_SITES:
                     function.cuda.append(Site(child.lineno, "`.cuda()`"))
                 if function.moves is None and _may_move(child, func, target):

@@ -288,8 +288,9 @@ class FileSummary:
     function_tops: Dict[str, FunctionTop] = field(default_factory=dict)
     # Function key -> (first line, last line), in files with findings: which code a finding is in.
     spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
-    # The receivers of `.set_epoch(` calls, as written (`sampler`, `loader.sampler`): TDL105 across files.
-    set_epoch: List[str] = field(default_factory=list)
+    # The receivers of `.set_epoch(` calls, as written (`sampler`, `loader.sampler`), with the call target
+    # the receiver's first name was bound from in that function ("" when none): TDL105 across files.
+    set_epoch: List[Tuple[str, str]] = field(default_factory=list)
     # Checkpoints, optimizer loads, RNG state reads, loader generators, reseeding loops (TDL008).
     resume: Optional["ResumeFacts"] = None
 

@@ -7,15 +7,19 @@ from typing import Tuple
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.core.diagnostics import KEPT_IF_REEXPORTED
 from torchdet_lint.core.names import arg_value, find_arg, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 from torchdet_lint.model.facts import (
+    DATALOADER,
     LOADER_SUBCLASS,
+    RANDOM_SAMPLERS,
     dataloader_classes,
     is_dataloader,
     loader_name,
     loader_position,
     loader_shuffles,
+    reexported_torch,
 )
 
 
@@ -44,7 +48,10 @@ class DataLoaderWithoutGenerator(Rule):
     Arguments passed through `**kwargs` are not seen: such a loader is not
     reported. A DataLoader subclass defined in the same file is a DataLoader
     (read through its keywords only when it defines its own `__init__`); one
-    imported from another module of the project is not recognised.
+    imported from another module of the project is not recognised. torch's
+    `DataLoader` or random samplers re-exported by a module of the project
+    (`from pkg.data import DataLoader`, where `pkg/data.py` imports it from
+    `torch.utils.data`) are torch's.
 
     ## Options
     None.
@@ -76,17 +83,33 @@ class DataLoaderWithoutGenerator(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         loader = loader_name(self.context, node)
+        reexported = []
+        torch_name = reexported_torch(self.context, loader, {DATALOADER})
+        if torch_name is not None:
+            reexported.append((loader, torch_name))  # `from pkg.data import DataLoader`
+            loader = torch_name
         if not is_dataloader(loader) or opaque_keywords(node):
             return
-        how = loader_shuffles(node, self.context.call_name, loader)
+
+        def resolve(call: cst.Call):
+            name = self.context.call_name(call)
+            sampler = reexported_torch(self.context, name, RANDOM_SAMPLERS)
+            if sampler is None:
+                return name
+            reexported.append((name, sampler))
+            return sampler
+
+        how = loader_shuffles(node, resolve, loader)
         if how is None or find_arg(node, "generator") is not None:
             return
+        extra = {KEPT_IF_REEXPORTED: reexported} if reexported else None
         if how == "shuffle":
             self.report(
                 node,
                 "this shuffling DataLoader has no `generator=`: its order comes "
                 "from the global torch RNG and changes with every other use of it",
                 generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+                extra=extra,
             )
         else:
             sampler = arg_value(node, "sampler", loader_position(loader, 3))
@@ -94,4 +117,5 @@ class DataLoaderWithoutGenerator(Rule):
                 node,
                 "the random sampler of this DataLoader has no `generator=`: its order comes from the global torch RNG",
                 generator_fix(self, sampler, "Give the sampler `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+                extra=extra,
             )

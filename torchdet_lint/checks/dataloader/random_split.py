@@ -7,6 +7,7 @@ from typing import Set
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.core.diagnostics import KEPT_IF_REEXPORTED
 from torchdet_lint.core.names import arg_value, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 from torchdet_lint.model.facts import (
@@ -16,7 +17,10 @@ from torchdet_lint.model.facts import (
     RANDOM_SAMPLERS,
     loader_name,
     loader_position,
+    reexported_torch,
 )
+
+_NAMES = RANDOM_SAMPLERS | {"torch.utils.data.random_split", DATALOADER}
 
 
 class UnseededRandomSplit(Rule):
@@ -36,7 +40,11 @@ class UnseededRandomSplit(Rule):
 
     ## Known problems
     A generator passed through `**kwargs` is not seen; such a call is not
-    reported.
+    reported. A module of the project that imports one of these from torch
+    re-exports it: `from pkg.sampler import SubsetRandomSampler`, where
+    `pkg/sampler.py` does `from torch.utils.data import SubsetRandomSampler`,
+    is torch's class (also through several such modules; a class the
+    project defines under that name is not).
 
     ## Options
     None.
@@ -68,6 +76,11 @@ class UnseededRandomSplit(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = loader_name(self.context, node)  # a DataLoader subclass of this file too
+        reexported = []
+        torch_name = reexported_torch(self.context, name, _NAMES)
+        if torch_name is not None:
+            reexported.append((name, torch_name))  # `from pkg.sampler import RandomSampler`
+            name = torch_name
         if name == DATALOADER or name == LOADER_SUBCLASS:
             sampler = arg_value(node, "sampler", loader_position(name, 3))
             if sampler is not None:
@@ -84,4 +97,5 @@ class UnseededRandomSplit(Rule):
             node,
             f"`{what}` without `generator=` draws from the global torch RNG: the result changes with every other use of it",
             generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+            extra={KEPT_IF_REEXPORTED: reexported} if reexported else None,
         )

@@ -25,20 +25,26 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     Any `.set_epoch(` in the file on the sampler's name, or on an attribute
     chain ending in `.sampler` (`loader.sampler.set_epoch(epoch)`), counts.
     The epoch loop often lives in another module than the loader's builder
-    (RULES.md, "Catalog and evidence"): a sampler handed to a DataLoader
-    (`sampler=` or `batch_sampler=`) is also told its epoch by a
-    `.set_epoch(` on an attribute chain ending in `.sampler` anywhere in the
-    project (`data_loader_train.sampler.set_epoch(epoch)` in `main.py` for a
-    loader built in `data/build.py`), and a sampler that leaves its function
-    otherwise (returned, passed to a call, stored in an attribute) by any
-    `.set_epoch(` in another file of the project, since the name that
-    received it is not followed.
+    (RULES.md, "Catalog and evidence"): a `.set_epoch(` in another file of
+    the project counts for the samplers its receiver can be. That is a name
+    the sampler leaves its function under (the name it is returned as, the
+    name or keyword it is passed under, the attribute it is stored in:
+    `self.train_sampler = ...` and `trainer.train_sampler.set_epoch(epoch)`),
+    a name bound to a call of a function that returns it alone
+    (`train_sampler = build_sampler(ds)`), or `<loader>.sampler` where
+    `<loader>` is such a name of the DataLoader built with the sampler
+    (`data_loader_train.sampler.set_epoch(epoch)` in `main.py` for the
+    loader that `data/build.py` binds to `data_loader_train` and returns):
+    the training loader's call does not tell the validation loader's sampler.
 
     ## Known problems
-    Across files, which loader's `.sampler` is told its epoch is not
-    followed: one such call silences every sampler handed to a loader in the
-    project. A `set_epoch` done by a framework (Lightning's Trainer does it
-    for the loaders it manages) is not seen: use `# noqa: TDL105`.
+    Names are matched, not followed: another file's receiver of the same
+    name counts even when it holds another object, and one of another name
+    (`for loader in loaders: loader.sampler.set_epoch(epoch)`, a sampler
+    passed to a parameter of another name) does not. Within one file, any
+    `.sampler.set_epoch(` counts for every sampler handed to a loader. A
+    `set_epoch` done by a framework (Lightning's Trainer does it for the
+    loaders it manages) is not seen: use `# noqa: TDL105`.
 
     ## Options
     None.
@@ -74,6 +80,18 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         # loader, and those passed to another call, returned or stored in an attribute.
         self.to_loader: Set[object] = set()
         self.escaped: Set[object] = set()
+        # What another file's `.set_epoch(` receiver may be called (TDL105 across files): the names a
+        # sampler (or a loader) leaves under, and the functions that return it alone.
+        self.escape_names: Dict[object, Set[str]] = {}
+        self.returned_by: Dict[object, Set[str]] = {}
+        self.loaders_of: Dict[object, List[int]] = {}  # sampler -> ids of the loader calls it is handed to
+        self.functions: List[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.functions.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # `sampler = DistributedSampler(ds) if distributed else None` binds the sampler too.
@@ -86,12 +104,21 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                         self.bound[id(value)] = name
         if isinstance(node.value, cst.Name) and any(not isinstance(t.target, cst.Name) for t in node.targets):
             self.escaped.add(node.value.value)  # `self.sampler = sampler`
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self.escape_names.setdefault(node.value.value, set()).add(name.rsplit(".", 1)[-1])
 
     def visit_Return(self, node: cst.Return) -> None:
-        values = node.value.elements if isinstance(node.value, cst.Tuple) else [node.value] if node.value is not None else []
+        alone = not isinstance(node.value, cst.Tuple)
+        values = [e.value for e in node.value.elements] if not alone else [node.value] if node.value is not None else []
         for value in values:
-            value = getattr(value, "value", value)
-            self.escaped.add(value.value if isinstance(value, cst.Name) else id(value))
+            key = value.value if isinstance(value, cst.Name) else id(value)
+            self.escaped.add(key)
+            if isinstance(value, cst.Name):
+                self.escape_names.setdefault(key, set()).add(value.value)
+            if alone and self.functions:
+                self.returned_by.setdefault(key, set()).add(self.functions[-1])
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -104,7 +131,16 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         handed = self.to_loader if is_dataloader(qualified) else self.escaped
         for arg in node.args:
             if not is_dataloader(qualified) or (arg.keyword is not None and arg.keyword.value in _SAMPLER_KEYWORDS):
-                handed.add(arg.value.value if isinstance(arg.value, cst.Name) else id(arg.value))
+                key = arg.value.value if isinstance(arg.value, cst.Name) else id(arg.value)
+                handed.add(key)
+                if is_dataloader(qualified):
+                    self.loaders_of.setdefault(key, []).append(id(node))
+                else:
+                    names = self.escape_names.setdefault(key, set())
+                    if isinstance(arg.value, cst.Name):
+                        names.add(arg.value.value)
+                    if arg.keyword is not None:
+                        names.add(arg.keyword.value)
         if qualified != "torch.utils.data.DistributedSampler":
             return
         shuffle = arg_value(node, "shuffle", 3)
@@ -114,6 +150,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return
         self.samplers.append((node, self.bound.get(id(node))))
 
+    def _names(self, key: object, bound: Optional[str]) -> Tuple[Set[str], Set[str]]:
+        """The names a sampler or loader leaves its function under, and the functions that return
+        it alone (a name bound to such a call elsewhere holds it)."""
+        names = set(self.escape_names.get(key, ()))
+        if bound is not None and "." in bound:
+            names.add(bound.rsplit(".", 1)[-1])  # `self.train_sampler = ...`
+        return names, set(self.returned_by.get(key, ()))
+
     def leave_Module(self, original_node: cst.Module) -> None:
         through_loader = any(name == "sampler" or name.endswith(".sampler") for name in self.set_epoch_on)
         for node, name in self.samplers:
@@ -121,9 +165,29 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 continue
             subject = f"`{name}.set_epoch(epoch)`" if name else "its `set_epoch(epoch)`"
             key = name if name is not None else id(node)
-            leaves = "escapes" if key in self.escaped else "loader" if key in self.to_loader else None
+            extra = None
+            if key in self.escaped or key in self.to_loader or (name is not None and "." in name):
+                names, functions = self._names(key, name)
+                loader_names: Set[str] = set()
+                loader_functions: Set[str] = set()
+                for loader in self.loaders_of.get(key, ()):
+                    # `<loader>.sampler`: the loader's own name, or one it leaves its function under.
+                    loader_bound = self.bound.get(loader)
+                    more_names, more_functions = self._names(loader_bound if loader_bound is not None else loader, loader_bound)
+                    if loader_bound is not None:
+                        more_names.add(loader_bound.rsplit(".", 1)[-1])
+                    loader_names |= more_names
+                    loader_functions |= more_functions
+                extra = {
+                    SILENCED_BY_SET_EPOCH: (
+                        tuple(sorted(names)),
+                        tuple(sorted(functions)),
+                        tuple(sorted(loader_names)),
+                        tuple(sorted(loader_functions)),
+                    )
+                }
             self.report(
                 node,
                 f"shuffling `DistributedSampler` and {subject} is never called: every epoch repeats the same order",
-                extra={SILENCED_BY_SET_EPOCH: leaves} if leaves else None,
+                extra=extra,
             )

@@ -40,7 +40,7 @@ _RESOLVE = frozenset(
     format chr int float ord round abs enumerate zip dict iter next map filter open Counter listdir glob iglob
     walk scandir basename dirname join abspath realpath relpath normpath expanduser expandvars splitext split
     splitdrive reader DictReader array asarray tensor as_tensor LongTensor Tensor unique choice choices sample
-    shuffle permutation warn info debug warning error exception critical log Path PurePath PosixPath""".split()
+    shuffle permutation warn info debug warning error exception critical log Path PurePath PosixPath range vars""".split()
 )
 _STR_BUILTINS = frozenset({"builtins.str", "builtins.repr", "builtins.format", "builtins.chr"})
 _NONSTR_BUILTINS = frozenset(
@@ -108,6 +108,7 @@ _STR_METHODS = frozenset(
     }
 )
 _SPLITS = frozenset({"split", "rsplit", "splitlines"})
+_NUMBER_METHODS = frozenset({"item", "numel"})  # a tensor's (or array's) Python number
 _SET_RESULTS = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})
 _SET_UPDATES = frozenset({"update", "intersection_update", "symmetric_difference_update"})
 _SET_OPERATORS = (cst.BitOr, cst.BitAnd, cst.Subtract, cst.BitXor)
@@ -199,6 +200,26 @@ class _Elem:
         self.set = set_
 
 
+class _Mapping:
+    """A dict whose keys are `key` (`_STR`, `_NONSTR`, or None when unknown): what its
+    `.keys()` view holds. Anything else done with it is not followed."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: object) -> None:
+        self.key = key
+
+
+class _KeysView:
+    """`d.keys()`: iterated in insertion order, but a set operation on it (`d.keys() - other`)
+    makes a set of its keys."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: object) -> None:
+        self.key = key
+
+
 class _TupleValue:
     __slots__ = ("items",)
 
@@ -243,6 +264,67 @@ def _annotated_set(annotation: Optional[cst.Annotation]) -> object:
     return None
 
 
+_SEQUENCE_TYPES = frozenset(
+    {"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection"}
+)
+_MAPPING_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "DefaultDict", "defaultdict"})
+_NUMBER_NAMES = frozenset({"int", "bool", "float"})
+
+
+def _subscripted(annotation: Optional[cst.Annotation]) -> Optional[Tuple[str, List[cst.BaseExpression]]]:
+    """`List[int]` -> ("List", [int]); `Optional[X]` is read as `X`; None for anything else."""
+    node = annotation.annotation if annotation is not None else None
+    while node is not None:
+        if type(node) is not cst.Subscript or not all(type(e.slice) is cst.Index for e in node.slice):
+            return None
+        base = node.value
+        name = base.value if type(base) is cst.Name else (base.attr.value if type(base) is cst.Attribute else None)
+        arguments = [e.slice.value for e in node.slice]
+        if name == "Optional" and len(arguments) == 1:
+            node = arguments[0]
+            continue
+        return (name, arguments) if name is not None else None
+    return None
+
+
+def _annotated_numbers(annotation: Optional[cst.Annotation]) -> bool:
+    """`List[int]`, `Sequence[int]`, `Tuple[int, ...]`, `Optional[Iterable[float]]`: a sequence
+    of numbers, whose set iterates the same in every run."""
+    found = _subscripted(annotation)
+    if found is None or found[0] not in _SEQUENCE_TYPES:
+        return False
+    elements = [a for a in found[1] if type(a) is not cst.Ellipsis]
+    return bool(elements) and all(type(a) is cst.Name and a.value in _NUMBER_NAMES for a in elements)
+
+
+def _annotated_keys(annotation: Optional[cst.Annotation]) -> object:
+    """`Dict[str, X]`, `Mapping[int, X]`: the kind of the keys (`_STR`, `_NONSTR`), None for
+    other keys; False when it is no mapping type."""
+    found = _subscripted(annotation)
+    if found is None or found[0] not in _MAPPING_TYPES or len(found[1]) != 2:
+        return False
+    key = found[1][0]
+    if type(key) is cst.Name and key.value in ("str", "bytes"):
+        return _STR
+    if type(key) is cst.Name and key.value in _NUMBER_NAMES:
+        return _NONSTR
+    return None
+
+
+def _annotated_value(annotation: Optional[cst.Annotation]) -> object:
+    """What an annotated name holds, as far as the annotation says: a sequence of numbers, or
+    a mapping with known keys; None otherwise."""
+    if _annotated_numbers(annotation):
+        return _Seq(_NONSTR)
+    keys = _annotated_keys(annotation)
+    return _Mapping(keys) if keys is not False else None
+
+
+def _one_element_display(node: cst.CSTNode) -> bool:
+    """`{"a"}`: a set display of one element (an intersection with it holds at most one)."""
+    return type(node) is cst.Set and len(node.elements) == 1 and type(node.elements[0]) is not cst.StarredElement
+
+
 def _declared_set(declared: object) -> "_Set":
     found = _Set([declared])
     found.declared = declared
@@ -270,6 +352,8 @@ def _item(value: object) -> object:
         return _Elem(value if value.elements is None else value.elements)
     if kind is _Ordered:
         return value.item
+    if kind is _KeysView:
+        return value.key
     if value is _STR:
         return _STR
     return None
@@ -420,6 +504,12 @@ class _Analysis:
             declared = _annotated_set(param.annotation)
             if declared is not False:
                 self.env[param.name.value] = _declared_set(declared)
+            else:
+                value = _annotated_value(param.annotation)
+                if value is not None:
+                    self.env[param.name.value] = value
+        if type(params.star_kwarg) is cst.Param:
+            self.env[params.star_kwarg.name.value] = _Mapping(_STR)  # keyword names
         declared = _annotated_set(function.returns)
         if declared is not False:
             self.rule.slot(function).declared = declared
@@ -501,6 +591,8 @@ class _Analysis:
                     if type(value) is not _Set:
                         value = _Set()
                     value.declared = declared
+                elif value is None or (type(value) is _Seq and value.item is _NOTHING):
+                    value = _annotated_value(node.annotation) or value
                 self.bind(node.target, value, node.value)
         elif kind is cst.AugAssign:
             self.augmented(node)
@@ -539,11 +631,18 @@ class _Analysis:
                 current.parts.append(_element_kind(_item(value)))
             return
         value = self.expr(node.value)
-        if operator is cst.AddAssign and type(target) is cst.Name and type(value) in (_Ordered, _Set):
-            # `names += list(s)`: the list now holds the set's order.
-            if type(value) is _Set:
-                value = _Ordered(value, node.value, _Elem(value))
-            self.env[target.value] = value
+        if operator is cst.AddAssign and type(value) in (_Ordered, _Set):
+            if type(target) is cst.Name and target.value in self.env:
+                # `names += list(s)` on a list of this function: it now holds the set's order.
+                if type(value) is _Set:
+                    value = _Ordered(value, node.value, _Elem(value))
+                self.env[target.value] = value
+            else:
+                # A list from elsewhere (a parameter, a module-level list, an attribute) is
+                # extended in place: the caller's list holds the order.
+                self.use(value, node.value, _ORDER)
+                if type(target) is not cst.Name:
+                    self.expr(target)
             return
         self.use(value, node.value, _OTHER)
         if type(target) is not cst.Name:
@@ -665,13 +764,16 @@ class _Analysis:
             value = self.consume(node.expression, _FREE)
             return _NONSTR if type(node.operator) is cst.Not else value
         if kind is cst.Dict:
+            keys = set()
             for element in node.elements:
                 if type(element) is cst.DictElement:
-                    self.consume(element.key, _OTHER)
+                    key = self.consume(element.key, _OTHER)
+                    keys.add(key if key is _STR or key is _NONSTR else None)
                     self.consume(element.value, _OTHER)
                 else:
                     self.consume(element.value, _FREE)
-            return None
+                    keys.add(None)
+            return _Mapping(keys.pop() if len(keys) == 1 else None)
         if kind is cst.NamedExpr:
             value = self.expr(node.value)
             self.bind(node.target, value, node.value)
@@ -759,7 +861,7 @@ class _Analysis:
     def binary(self, node: cst.BinaryOperation) -> object:
         left, right = self.expr(node.left), self.expr(node.right)
         operator = type(node.operator)
-        if operator in _SET_OPERATORS and (type(left) is _Set or type(right) is _Set):
+        if operator in _SET_OPERATORS and (type(left) in (_Set, _KeysView) or type(right) in (_Set, _KeysView)):
             self.use(left, node.left, _FREE)
             self.use(right, node.right, _FREE)
             parts = [left if type(left) is _Set else _element_kind(_item(left))]
@@ -767,6 +869,8 @@ class _Analysis:
                 parts.append(right if type(right) is _Set else _element_kind(_item(right)))
             result = _Set(parts)
             result.meet = operator is cst.BitAnd
+            # `({"a"} & s).pop()`: at most one element, one order.
+            result.singleton = operator is cst.BitAnd and (_one_element_display(node.left) or _one_element_display(node.right))
             return result
         if operator is cst.Add:
             if type(left) is _Ordered:
@@ -805,9 +909,9 @@ class _Analysis:
         if kind is cst.DictComp:
             # Keys and values can only come from the elements (an index comes from `enumerate` or
             # `zip`, reported there): the same mapping whatever the order, only its own order varies.
-            self.consume(node.key, _OTHER)
+            key = self.consume(node.key, _OTHER)
             self.consume(node.value, _OTHER)
-            result: object = None
+            result: object = _Mapping(key if key is _STR or key is _NONSTR else None)
         else:
             element = self.consume(node.elt, _FREE)
             if kind is cst.SetComp:
@@ -959,6 +1063,12 @@ class _Analysis:
         if name == "builtins.open":
             self.arguments(node, _FREE)
             return _Seq(_STR)
+        if name == "builtins.range":
+            self.arguments(node, _FREE)
+            return _Seq(_NONSTR)
+        if name == "builtins.vars":
+            self.arguments(node, _OTHER)
+            return _Mapping(_STR)
         if name in _LISTINGS:
             self.arguments(node, _FREE)
             return _Seq(_STR)
@@ -1011,6 +1121,9 @@ class _Analysis:
                         parts.append(value if type(value) is _Set else _element_kind(_item(value)))
                 result = _Set(parts)
                 result.meet = attribute == "intersection"
+                result.singleton = result.meet and (
+                    _one_element_display(receiver_node) or any(_one_element_display(arg.value) for arg in node.args)
+                )
                 return result
             if attribute == "pop" and not node.args:
                 self.rule.no_fix.add(id(receiver_node))  # `sorted(s).pop()` would leave `s` whole
@@ -1044,6 +1157,14 @@ class _Analysis:
         if attribute in _STR_METHODS:
             self.arguments(node, _FREE)
             return _STR
+        if attribute in _NUMBER_METHODS and not node.args:
+            return _NONSTR
+        if attribute == "keys" and not node.args and type(receiver) is _Mapping:
+            return _KeysView(receiver.key)
+        if attribute == "keys" and not node.args and not (type(receiver_node) is cst.Name and receiver_node.value == "self"):
+            return _KeysView(None)
+        if attribute == "state_dict" and not node.args:
+            return _Mapping(_STR)  # parameter and buffer names
         if attribute in _SPLITS:
             self.arguments(node, _FREE)
             return _Seq(_STR)
@@ -1094,6 +1215,10 @@ def _read(method, body, events: list) -> bool:
         del events[before:]  # what follows could have sorted them
         return False
     return True
+
+
+def _keys_call(node: cst.CSTNode) -> bool:
+    return type(node) is cst.Call and not node.args and type(node.func) is cst.Attribute and node.func.attr.value == "keys"
 
 
 def _singleton(set_: _Set) -> bool:
@@ -1306,8 +1431,9 @@ class UnorderedSetIteration(Rule):
     `assert` statements are not read. A dict comprehension over a set, or a
     loop that stores `d[f(x)] = g(x)` keyed by the element, builds the same
     mapping in any order: not reported. A set checked to hold one element
-    (`len(s) == 1`, `!= 1` before a `raise`, `assert len(s) == 1`) has one
-    order, and so, as a rule, has one that was handed empty to a function
+    (`len(s) == 1`, `!= 1` before a `raise`, `assert len(s) == 1`), or an
+    intersection with a one-element set display (`({"spawn"} & s).pop()`,
+    `s.intersection({"fork"})`), has one order, and so, as a rule, has one that was handed empty to a function
     that fills it and is then `.pop()`ed (an out-parameter of reasons). What the set became (a list, a
     comprehension, a list a loop appended to) is followed through names in the same function: sorted
     (`names.sort()`, `names = sorted(names)`, `np.unique(...)`) before any
@@ -1448,6 +1574,10 @@ class UnorderedSetIteration(Rule):
 
     def visit_SetComp(self, node: cst.SetComp) -> None:
         self.frames[-1].builds_set = True
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if type(node.operator) in _SET_OPERATORS and (_keys_call(node.left) or _keys_call(node.right)):
+            self.frames[-1].builds_set = True  # `d.keys() - other` is a set
 
     def visit_Call(self, node: cst.Call) -> None:
         # Every call of the file comes here: note only what decides which functions to read.

@@ -10,14 +10,16 @@ import libcst as cst
 
 from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.diagnostics import Applicability, FixBuilder
-from torchdet_lint.core.names import dotted_name, find_arg, has_star_args
+from torchdet_lint.core.names import NOT_LITERAL, dotted_name, find_arg, has_star_args, literal
 from torchdet_lint.core.rule import FixAvailability, Rule
+from torchdet_lint.model.parameters import every_caller_passes, passed_parameter
 
 # The functional dropouts whose `training` parameter (third, after `input` and `p`)
 # defaults to True. `F.alpha_dropout` and `F.feature_alpha_dropout` default to False
 # (every torch version): left out, see the docstring.
 ALWAYS_ON = frozenset("torch.nn.functional." + name for name in ("dropout", "dropout1d", "dropout2d", "dropout3d"))
 TRAINING_POSITION = 2
+P_POSITION = 1
 # `torch.nn.<Name>` classes that are not modules.
 _NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
 _MODULE_BASES = frozenset({"torch.jit.ScriptModule", "lightning.pytorch.LightningModule"})
@@ -66,6 +68,17 @@ class FunctionalDropoutAlwaysOn(Rule):
     `if not self.training:`, or in the training side of a conditional
     expression (`F.dropout(x, p) if self.training else x`).
 
+    Not reported either: a dropout probability that is zero whenever the
+    module is not training, so that the call draws nothing after
+    `model.eval()`: `p=self.p if self.training else 0.0`, `p=0.0 if not
+    self.training else self.p`, `p=self.p * self.training` (a bool is 0 or
+    1), a literal `0`, a local name given only such values, or a parameter
+    passed on (`F.dropout(x, p=dropout_p)` in a helper) for which every
+    caller in the same file passes such an expression
+    (`self._attend(q, k, dropout_p=0.0 if not self.training else self.p)`),
+    or leaves it out when its default is one. A helper with no caller in its
+    file, or one also used otherwise than called, is judged as written.
+
     Not reported: any `training` argument, since it is then a decision: a
     literal `training=True` is deliberate (Monte Carlo dropout), a
     non-literal one (`self.training`, a flag) follows something, and
@@ -95,6 +108,9 @@ class FunctionalDropoutAlwaysOn(Rule):
     function rebinds it); a `@staticmethod` or `@classmethod` gets none.
 
     ## Known problems
+    The callers of a helper that passes its dropout probability on are
+    read in the helper's own file only: a helper called from another module
+    with `p if self.training else 0.0` is reported there.
     A module class whose base comes from another file (a first-party base
     module, a third-party model class other than Lightning's) is not
     recognised: its calls are not reported. The dropout of
@@ -218,6 +234,9 @@ class FunctionalDropoutAlwaysOn(Rule):
             return
         if find_arg(node, "training", TRAINING_POSITION) is not None or has_star_args(node):
             return
+        probability = find_arg(node, "p", P_POSITION)
+        if probability is not None and self._zero_in_eval(probability.value, 0):
+            return
         in_method, has_self = self._in_module_method()
         if not in_method:
             return
@@ -229,6 +248,20 @@ class FunctionalDropoutAlwaysOn(Rule):
             f"`model.eval()`: evaluation outputs change from run to run; {advice}",
             self._fix(node) if has_self else None,
         )
+
+    def _zero_in_eval(self, value: cst.BaseExpression, depth: int) -> bool:
+        """A dropout probability that is zero whenever the module is not training: as written
+        (`_zero_when_not_training`), through the values a local name was given, or a parameter
+        passed on whose every caller in this file passes such a value (or leaves out a parameter
+        whose default is one)."""
+        if _zero_when_not_training(value):
+            return True
+        if type(value) is not cst.Name or depth > 3:
+            return False
+        if passed_parameter(self.context, value) is not None:
+            return every_caller_passes(self.context, value, _zero_when_not_training)
+        values = self.context.scopes.values(value.value)
+        return bool(values) and all(v is not None and self._zero_in_eval(v, depth + 1) for v in values)
 
     def _fix(self, node: cst.Call) -> FixBuilder:
         builder = FixBuilder("Pass `training=self.training`", Applicability.UNSAFE)
@@ -260,6 +293,24 @@ def _requires_training(test: cst.BaseExpression) -> bool:
         return True
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return _requires_training(test.left) or _requires_training(test.right)
+    return False
+
+
+def _zero_when_not_training(value: cst.BaseExpression) -> bool:
+    """`0.0`, `self.p if self.training else 0.0`, `0.0 if not self.training else p`,
+    `self.p * self.training` (a bool is 0 or 1)."""
+    constant = literal(value)
+    if constant is not NOT_LITERAL:
+        return constant == 0 and not isinstance(constant, bool)
+    kind = type(value)
+    if kind is cst.IfExp:
+        if _requires_training(value.test):
+            return _zero_when_not_training(value.orelse)
+        if _requires_eval(value.test):
+            return _zero_when_not_training(value.body)
+        return _zero_when_not_training(value.body) and _zero_when_not_training(value.orelse)
+    if kind is cst.BinaryOperation and type(value.operator) is cst.Multiply:
+        return any(_is_self_training(side) or _zero_when_not_training(side) for side in (value.left, value.right))
     return False
 
 

@@ -10,6 +10,7 @@ from torchdet_lint.core.call_edits import with_first_argument
 from torchdet_lint.core.diagnostics import SILENCED_BY_SEEDING_CONSTRUCTOR, Applicability, FixBuilder
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
+from torchdet_lint.model.parameters import none_by_default
 
 _SEEDABLE = {"torch.Generator": None, "numpy.random.default_rng": 0, "numpy.random.RandomState": 0, "random.Random": 0}
 SEED_KEYWORDS = {"numpy.random.default_rng": "seed", "numpy.random.RandomState": "seed", "random.Random": "x"}
@@ -34,7 +35,13 @@ class UnseededRngObject(Rule):
 
     A `None` seed, literal or through a name bound only to `None`
     (`seed = None` then `default_rng(seed)`), is no seed: TDL005, not
-    TDL007. An object handed to a first-party constructor that seeds that
+    TDL007. So is a seed that is `None` on some visible path, reported
+    without a fix: a conditional with a `None` branch (`Random(s if fixed
+    else None)`), a name given `None` in some branch of the function (`if
+    seed < 0: seed = None`), or a parameter that defaults to `None` and is
+    passed on (`def make(seed=None): return default_rng(seed)`) unless the
+    function has callers in its file and all of them pass a seed that is not
+    `None` (a caller in another file is not followed). An object handed to a first-party constructor that seeds that
     parameter itself (`.manual_seed(...)`/`.seed(...)` on the parameter in
     `__init__`, or on the attribute `__init__` stores it in, in any method of
     the class or its bases, such as a sampler's `__iter__` seeding from
@@ -75,7 +82,7 @@ class UnseededRngObject(Rule):
         self.chained: Set[int] = set()
         self.bound: Dict[int, str] = {}
         self.seeded_names: Set[str] = set()
-        self.candidates: List[Tuple[cst.Call, str]] = []
+        self.candidates: List[Tuple[cst.Call, str, Optional[str]]] = []  # (call, constructor, when its seed is None)
         # Arguments handed to a call that may be a first-party constructor: name (or id of an inline
         # construction) -> (call target, keyword, position).
         self.handed: Dict[object, List[Tuple[str, Optional[str], Optional[int]]]] = {}
@@ -96,7 +103,7 @@ class UnseededRngObject(Rule):
         if qualified not in SEED_KEYWORDS:
             return False
         seed = arg_value(call, SEED_KEYWORDS[qualified], 0)
-        return seed is not None and literal(seed) is not None and not self._none(seed)
+        return seed is not None and literal(seed) is not None and not self._none(seed) and self._none_on_a_path(seed) is None
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -116,13 +123,16 @@ class UnseededRngObject(Rule):
         qualified = self.context.call_name(node)
         if qualified not in _SEEDABLE or id(node) in self.chained:
             return
+        none_when = None
         if qualified != "torch.Generator":
             seed = arg_value(node, SEED_KEYWORDS[qualified], 0)
             if seed is not None and literal(seed) is not None and not self._none(seed):
-                return
+                none_when = self._none_on_a_path(seed)
+                if none_when is None:
+                    return
             if any(arg.star for arg in node.args):
                 return
-        self.candidates.append((node, qualified))
+        self.candidates.append((node, qualified, none_when))
 
     def _hand(self, call: cst.Call) -> None:
         """Remember the names and inline calls handed to a call that may build a first-party
@@ -151,8 +161,35 @@ class UnseededRngObject(Rule):
         values = self.context.scopes.values(seed.value)
         return bool(values) and all(type(v) is cst.Name and v.value == "None" for v in values)
 
+    def _none_on_a_path(self, seed: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """When a seed expression that is not always None is None on some visible path: a
+        conditional with a `None` branch, a name given `None` on some path of this function, or
+        a parameter that defaults to None and that some caller in this file leaves out (or that
+        has no caller in this file). None when no such path is seen."""
+        kind = type(seed)
+        if kind is cst.IfExp and depth < 4:
+            for branch in (seed.body, seed.orelse):
+                if literal(branch) is None:
+                    return "its conditional picks `None`"
+                found = self._none_on_a_path(branch, depth + 1)
+                if found is not None:
+                    return found
+        elif kind is cst.Name and depth < 4:
+            if none_by_default(self.context, seed):
+                return f"`{seed.value}` keeps its default, `None`"
+            for value in self.context.scopes.values(seed.value):
+                if value is None:
+                    continue
+                if literal(value) is None:
+                    return f"`{seed.value}` is `None` (line {self.context.node_range(value)[0]})"
+                if type(value) is cst.IfExp:
+                    found = self._none_on_a_path(value, depth + 1)
+                    if found is not None:
+                        return found
+        return None
+
     def leave_Module(self, original_node: cst.Module) -> None:
-        for node, qualified in self.candidates:
+        for node, qualified, none_when in self.candidates:
             if id(node) in self.chained:
                 continue
             name = self.bound.get(id(node))
@@ -160,10 +197,17 @@ class UnseededRngObject(Rule):
                 continue
             spelling = dotted_name(node.func) or qualified
             handed = self.handed.get(name if name is not None else id(node), [])
+            if none_when is None:
+                message = f"`{spelling}(...)` is created without a seed and never seeded: its draws differ between runs"
+            else:
+                message = (
+                    f"`{spelling}(...)` gets a `None` seed when {none_when}, and is never seeded: "
+                    "its draws then differ between runs"
+                )
             self.report(
                 node,
-                f"`{spelling}(...)` is created without a seed and never seeded: its draws differ between runs",
-                self._fix(node, qualified),
+                message,
+                self._fix(node, qualified) if none_when is None else None,
                 extra={SILENCED_BY_SEEDING_CONSTRUCTOR: handed} if handed else None,
             )
 

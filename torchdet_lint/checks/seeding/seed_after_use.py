@@ -20,6 +20,7 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
 )
 from torchdet_lint.model.makers import unwrap_self_returning
+from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.summary import RNG_KINDS
 
 MAX_SEED_SOURCES = 16  # expressions a seed is followed through (names, a few steps deep)
@@ -60,7 +61,12 @@ class SeedAfterRngUse(Rule):
     drawn: in `with torch.device("meta"):`, Fabric's
     `init_module(empty_init=True)`, Accelerate's `init_empty_weights()` or
     Transformers' `no_init_weights()` (litgpt builds its model that way,
-    loads the checkpoint, then seeds for sampling).
+    loads the checkpoint, then seeds for sampling). Nor is a draw from a
+    generator of its own (`torch.randn(3, generator=g)`, `rng.integers(...)`
+    on a NumPy `Generator`): seeding the global generator does not change
+    it. `generator=None` is the global generator, and so is a parameter
+    defaulting to None that is passed on, unless the function has callers
+    in its file and all of them pass a generator (as TDL001 decides it).
 
     A construction whose weights a strict `load_state_dict` of the same
     object overwrites before the seed no longer counts as an earlier draw.
@@ -234,7 +240,7 @@ class SeedAfterRngUse(Rule):
         return qualified in facts().torch_modules or qualified.split(".", 1)[0] in self.context.first_party
 
     def _draw(self, node: cst.Call, qualified: Optional[str]) -> Optional[str]:
-        kind = draw_kind(qualified, node)
+        kind = draw_kind(qualified, node, self.context)
         if kind is not None:
             return kind
         loader = loader_name(self.context, node) if qualified is None else qualified
@@ -247,6 +253,7 @@ class SeedAfterRngUse(Rule):
             and isinstance(node.func, cst.Attribute)
             and node.func.attr.value in facts().torch_methods
             and self.context.imports_torch
+            and not generator_given(self.context, node)
         ):
             return "torch"
         return None

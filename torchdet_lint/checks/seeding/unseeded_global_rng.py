@@ -299,6 +299,19 @@ class UnseededTorch(_UnseededGlobalRng):
     initial weights (`strict=False` keeps whatever the checkpoint lacks, so
     such a load does not count).
 
+    A draw given a generator of its own draws nothing from the global
+    generators: `torch.randn(3, generator=g)`, `torch.randperm(n,
+    generator=g)`, `x.normal_(generator=g)`, `random_split(...,
+    generator=g)`, and every method of a `torch.Generator`,
+    `np.random.Generator` (`rng.integers(...)`), `RandomState` or
+    `random.Random` object are no evidence for TDL001-TDL003.
+    `generator=None` is the global generator. A parameter that defaults to
+    None and is passed on (`def sample(n, generator=None):
+    torch.randn(n, generator=generator)`) is a generator of its own only when
+    the function has callers in its file and every one of them passes a
+    generator for it (by keyword, by position, or through another such
+    parameter whose callers do); otherwise the draw counts.
+
     Reported on the `if __name__` line of the entry point (line 1, column 1
     for the other entry points). Library modules are never reported.
 
@@ -326,6 +339,11 @@ class UnseededTorch(_UnseededGlobalRng):
     invisible. A method called on an object whose class cannot be seen is
     not followed either (only `build`/`make`/`create` make the run
     incomplete, since configs build trainers that way).
+    A `generator=None` parameter passed on is decided from the callers in
+    its own file: a function whose callers are all in other files counts as
+    drawing from the global generator even when they pass one, and one whose
+    callers in its file all pass one counts as drawing nothing even if a
+    caller elsewhere leaves it out.
     A function handed to another call is followed only when that call runs
     it (`fire.Fire(main)`, `typer.run`, `Thread(target=...)`,
     `executor.submit(fn)`, `functools.partial`, ...); a class handed to

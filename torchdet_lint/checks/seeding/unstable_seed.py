@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.checks.seeding.rng_object import SEED_KEYWORDS
+from torchdet_lint.checks.seeding.seed_after_use import seeding_covers
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
 from torchdet_lint.model.facts import config_helpers, draw_kind, facts
@@ -31,6 +32,36 @@ _UNSTABLE_NAMES = frozenset(
 
 # Calls whose result is a number: hashing it is stable.
 _NUMBER_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.len", "builtins.round", "builtins.abs", "builtins.sum"})
+# Tensor and NumPy methods that return a Python number.
+_NUMBER_METHODS = frozenset({"item", "numel", "nelement", "dim", "ndimension"})
+_NUMBER_TYPES = frozenset({"int", "float", "bool", "None"})
+_TEXT_TYPES = frozenset({"str", "bytes"})
+_OPTIONAL = frozenset({"Optional", "typing.Optional", "Union", "typing.Union"})
+
+
+def _annotated(annotation: cst.BaseExpression) -> FrozenSet[str]:
+    """The builtin types an annotation names: `int`, `Optional[int]`, `Union[int, None]`,
+    `int | None` (empty when it names anything else)."""
+    if type(annotation) is cst.Name:
+        return frozenset({annotation.value}) if annotation.value in _NUMBER_TYPES | _TEXT_TYPES else frozenset()
+    if type(annotation) is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+        left, right = _annotated(annotation.left), _annotated(annotation.right)
+        return left | right if left and right else frozenset()
+    if type(annotation) is cst.Subscript and dotted_name(annotation.value) in _OPTIONAL:
+        parts = [
+            _annotated(element.slice.value) if type(element.slice) is cst.Index else frozenset() for element in annotation.slice
+        ]
+        return frozenset().union(*parts) if parts and all(parts) else frozenset()
+    return frozenset()
+
+
+def _ends_path(block: cst.BaseSuite) -> bool:
+    """A block whose last statement leaves it (`return`, `raise`, `continue`, `break`): what it did
+    holds on no path after the statement that contains it."""
+    last = block.body[-1] if block.body else None
+    if type(block) is cst.IndentedBlock:
+        last = last.body[-1] if type(last) is cst.SimpleStatementLine and last.body else None
+    return type(last) in (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 
 class UnstableSeedValue(Rule):
@@ -54,11 +85,28 @@ class UnstableSeedValue(Rule):
     included: `if opt.seed is None: opt.seed = random.randint(...)` makes
     `random.seed(opt.seed)` unstable on that path.
 
+    A seed drawn from a global generator (`random`, NumPy's legacy global
+    RNG, torch's) counts when nothing seeded that generator before the draw
+    on every path to it, in the same body: `np.random.seed(seed)` then
+    `torch.manual_seed(np.random.randint(...))` makes the second seed a
+    function of the first, and is silent; a seed given only in one branch
+    of an `if` above (`if args.seed is not None: np.random.seed(args.seed)`),
+    or in a loop that may not run, leaves the other path unseeded, and a
+    branch that returns or raises leaves no path behind it. A seeding call
+    whose own seed is unstable seeds nothing stable. A draw from a generator
+    object of its own (`torch.randint(..., generator=g)`) is TDL005's
+    question (is `g` seeded?), not this rule's.
+
     `hash(...)` counts only when the hashed value can hold a `str` or `bytes`
     (RULES.md, "More decisions from the second sample"): `hash((epoch, step))`
     over loop counters (`range`, enumerate's index), ints, arithmetic on them,
-    `len(...)`/`int(...)` results or parameters annotated `int`/`float` is
-    the same in every run and is silent.
+    `len(...)`/`int(...)` results, `.item()`/`.numel()` results, or
+    parameters annotated `int`/`float` (also `Optional[int]`, `Union[int,
+    None]`, `int | None`) is the same in every run and is silent.
+
+    A seed that is `None` on a visible path (`default_rng(None)`,
+    `RandomState(seed)` after `if ...: seed = None`, a `seed=None` default)
+    leaves an RNG object unseeded: that is TDL005's finding, not this rule's.
 
     In a DataLoader worker's init function (named `worker_init_fn`,
     `seed_worker` or `*worker_init*`) a draw from `random` or torch, and from
@@ -69,7 +117,9 @@ class UnstableSeedValue(Rule):
     ## Known problems
     `hash(x)` of a value whose type is not visible (a parameter without an
     annotation, an attribute) is reported as "may be a str"; hash a string
-    with `zlib.crc32` or `hashlib` to get a stable seed.
+    with `zlib.crc32` or `hashlib` to get a stable seed. Whether a generator
+    was seeded before a draw is read in one body only: a function that
+    draws its seed after its caller seeded that generator is reported.
 
     ## Options
     None.
@@ -94,27 +144,112 @@ class UnstableSeedValue(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.worker_functions: List[bool] = []  # per enclosing def: a DataLoader worker's init function
+        # The global generators seeded on every path to the current point, per body (a function, a
+        # class body, a lambda; the module with its main block); `if` statements being walked:
+        # (what held before, what each branch ended with: None for a branch that returns).
+        self.seeded: List[Set[str]] = [set()]
+        self.ifs: List[Tuple[FrozenSet[str], List[Optional[FrozenSet[str]]]]] = []
+        self.branches: Dict[int, int] = {}  # id of a branch (block or `elif`) -> its index in `ifs`
+        self.draws: Dict[int, bool] = {}  # id of a draw visited -> its generator was seeded before it
 
     @classmethod
     def words(cls, settings) -> Tuple[str, ...]:
         return last_names(["manual_seed", "seed", *facts().helpers, *SEED_KEYWORDS, *config_helpers(settings)])
 
+    # -- which generators are seeded on every path here ----------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.worker_functions.append(runs_in_loader_worker(node))
+        # In a DataLoader worker's init function the loader seeded these before calling it.
+        self.seeded.append(set(seeded_in_worker(self.context.torch_version)) if runs_in_loader_worker(node) else set())
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.worker_functions.pop()
+        self.seeded.pop()
 
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.seeded.append(set())
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.seeded.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.seeded.append(set())
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.seeded.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._branch_start(node)  # an `elif` is a branch of the `if` above it
+        self._fork(node, [node.body, node.orelse.body if type(node.orelse) is cst.Else else node.orelse])
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._join(original_node.orelse is None)
+        self._branch_end(original_node, False)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._fork(node, [node.body])
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._join(True)  # the body may not run
+
+    def visit_While(self, node: cst.While) -> None:
+        self._fork(node, [node.body])
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self._join(True)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._branch_start(node)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._branch_end(original_node, _ends_path(original_node))
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._branch_start(node)  # `if seed is None: return` on one line
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self._branch_end(original_node, _ends_path(original_node))
+
+    def _fork(self, node: cst.CSTNode, branches: List[Optional[cst.CSTNode]]) -> None:
+        self.ifs.append((frozenset(self.seeded[-1]), []))
+        for branch in branches:
+            if branch is not None:
+                self.branches[id(branch)] = len(self.ifs) - 1
+
+    def _join(self, falls_through: bool) -> None:
+        before, ends = self.ifs.pop()
+        if falls_through:
+            ends.append(before)
+        reached = [end for end in ends if end is not None]
+        self.seeded[-1] = set(frozenset.intersection(*reached)) if reached else set(before)
+
+    def _branch_start(self, node: cst.CSTNode) -> None:
+        index = self.branches.get(id(node))
+        if index is not None:
+            self.seeded[-1] = set(self.ifs[index][0])
+
+    def _branch_end(self, node: cst.CSTNode, ends_path: bool) -> None:
+        index = self.branches.pop(id(node), None)
+        if index is not None:
+            self.ifs[index][1].append(None if ends_path else frozenset(self.seeded[-1]))
+
+    # -- seeds ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.context.call_name(node)
+        unstable = self._check(node, qualified)
+        kind = draw_kind(qualified, node, self.context)
+        if kind is not None:
+            self.draws[id(node)] = kind in self.seeded[-1]
+        if not unstable:  # what an unstable seed seeds changes too
+            self.seeded[-1].update(seeding_covers(self.context, node, qualified))
+
+    def _check(self, node: cst.Call, qualified: Optional[str]) -> bool:
+        """Report a seeding call whose seed changes between runs; whether it did."""
         func = node.func
         seed: Optional[cst.BaseExpression] = None
         if isinstance(func, cst.Attribute) and func.attr.value in ("manual_seed", "seed"):
             seed = arg_value(node, "seed", 0) or arg_value(node, "a")
         else:
-            qualified = self.context.call_name(node)
             if qualified is None:
-                return
+                return False
             table = facts()
             helper = table.helpers.get(qualified)
             if helper is not None and helper.covers & frozenset(RNG_KINDS):
@@ -124,21 +259,22 @@ class UnstableSeedValue(Rule):
                         f"`{dotted_name(func) or qualified}()` without a seed draws one from the process id, the clock and "
                         "`os.urandom`, which changes between runs: pass a fixed seed",
                     )
-                    return
+                    return True
                 seed = arg_value(node, "seed", 0)
             elif qualified in SEED_KEYWORDS:
                 seed = arg_value(node, SEED_KEYWORDS[qualified], 0)
             elif qualified in config_helpers(self.context.settings):
                 seed = arg_value(node, "seed", 0)
             else:
-                return
+                return False
         if seed is None:
-            return
+            return False
         source = self._unstable_value(seed, 0)
         if source is not None:
             self.report(
                 node, f"the seed comes from {source}, which changes between runs: use a fixed number (config, CLI argument)"
             )
+        return source is not None
 
     def _drawn_when_absent(self, call: cst.Call, argument) -> bool:
         """The seed argument is absent or a literal `None`."""
@@ -196,17 +332,17 @@ class UnstableSeedValue(Rule):
             name = self.context.call_name(node)
             if name in _NUMBER_CALLS:
                 return None
+            if name is None and type(node.func) is cst.Attribute and node.func.attr.value in _NUMBER_METHODS:
+                return None
             if name in ("builtins.str", "builtins.repr", "builtins.bytes"):
                 return "a str"
         if isinstance(node, cst.Name):
             scopes = self.context.scopes
             annotation = scopes.annotation(node.value)
-            if (
-                annotation is not None
-                and isinstance(annotation, cst.Name)
-                and annotation.value in ("int", "float", "bool", "str", "bytes")
-            ):
-                return "a str" if annotation.value in ("str", "bytes") else None
+            if annotation is not None:
+                kinds = _annotated(annotation)
+                if kinds and kinds <= _TEXT_TYPES | _NUMBER_TYPES:
+                    return "a str" if kinds & _TEXT_TYPES else None
             if scopes.is_counter(node.value):
                 return None
             values = scopes.values(node.value)
@@ -235,12 +371,13 @@ class UnstableSeedValue(Rule):
                 elif name and (name.startswith(_UNSTABLE_PREFIXES) or name in _UNSTABLE_NAMES):
                     return f"`{spelling}()`"
                 elif name and draw_kind(name) is not None:
-                    if (
-                        self.worker_functions
-                        and self.worker_functions[-1]
-                        and draw_kind(name) in seeded_in_worker(self.context.torch_version)
-                    ):
-                        continue  # in a loader worker's init function the loader seeded that generator
+                    kind = draw_kind(name, current, self.context)
+                    if kind is None:
+                        continue  # from a generator object of its own (TDL005's question)
+                    # A draw visited before (through a name) was seeded or not where it ran; one
+                    # inside this seeding call runs now.
+                    if self.draws.get(id(current), kind in self.seeded[-1]):
+                        continue  # a function of the seed given earlier on every path here
                     return f"a random draw, `{spelling}()`"
             stack.extend(reversed(current.children))  # left to right: name the first source
         return None
