@@ -38,7 +38,13 @@ class DeterministicModeNotEnabled(ProjectRule):
     `set_deterministic_debug_mode("warn"|"error"|1|2)`,
     `Trainer(deterministic=True)`, `transformers.set_seed(..., deterministic=True)`,
     `enable_full_determinism`, `accelerate.utils.set_seed(..., deterministic=True)`,
-    or a first-party helper doing one of these. The message lists up to five
+    or a first-party helper doing one of these. A helper that does it only
+    under `if <flag>:` on a parameter defaulting to a false value
+    (`def seed_everything(seed, deterministic=False)`) enables the flag only
+    where a call passes that parameter a value that may be true
+    (`seed_everything(0, deterministic=True)`, or a non-literal); a call that
+    leaves it out, or a YAML config that applies the helper with its
+    defaults, does not. The message lists up to five
     of the operations reached, with their locations. Reported on the
     `if __name__` line (line 1, column 1 for other entry points).
 

@@ -33,6 +33,7 @@ from torchdet_lint.model.facts import (
     DATA_LOADING,
     DEVICE_CALLS,
     DEVICE_KEYWORDS,
+    GRADIENT_SCALERS,
     LAMBDA_CALLERS,
     LIGHTNING_CLI,
     LIGHTNING_LOADER_HOOKS,
@@ -41,7 +42,9 @@ from torchdet_lint.model.facts import (
     TRAINER_METHODS,
     TRAINING_CALLS,
     TRAINING_LOOPS,
+    TRAINING_METHODS,
     builds_from_module_dict,
+    builds_optimizer,
     config_helpers,
     draw_kind,
     entry_configured,
@@ -185,6 +188,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
         self.module_locals: Dict[str, str] = {}
+        # Per function: (the `if` depth at its start, its parameters that default to a false value).
+        self.flag_parameters: List[Tuple[int, Dict[str, int]]] = [(0, {})]
         self.construction_sites: Dict[
             int, Site
         ] = {}  # id of a call that drew from torch -> its site  # names bound to `importlib.import_module("pkg.mod")`
@@ -381,6 +386,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             self.summary.function(key)
             self.keys.append((key, self.keys[-1][1], set(), {**self.keys[-1][3], **self._annotated_parameters(node)}))
         self.bound_expressions.append({})
+        method = bool(self.keys[-1][1]) and len(self.keys) == 2
+        self.flag_parameters.append(self._flag_parameters(node, method))
 
     def _annotated_parameters(self, node: cst.FunctionDef) -> Dict[str, str]:
         """Parameters annotated with a first-party class (`cfg: TrainConfig`): what they hold."""
@@ -508,6 +515,45 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.keys.pop()
         self.bound_expressions.pop()
+        self.flag_parameters.pop()
+
+    def _flag_parameters(self, node: cst.FunctionDef, method: bool) -> Tuple[int, Dict[str, int]]:
+        """(depth of the `if` stack at the function's start, parameters that default to a false
+        literal -> their position, the receiver of a method not counted)."""
+        params = node.params
+        positional = [*params.posonly_params, *params.params]
+        found: Dict[str, int] = {}
+        for index, param in enumerate([*positional, *params.kwonly_params]):
+            if param.default is not None and literal(param.default) in (False, None, 0):
+                position = index - (1 if method else 0) if index < len(positional) else -1
+                found[param.name.value] = position
+        return len(self.ifs), found
+
+    def _parameter_condition(self) -> str:
+        """ "<function>|<parameter>|<position>" when the current statement runs only under
+        `if <parameter>:` (or `is True`) on a parameter of the function that defaults to a false
+        value: `def seed_everything(seed, deterministic=False): if deterministic: ...`."""
+        base, flags = self.flag_parameters[-1]
+        if not flags or len(self.ifs) <= base:
+            return ""
+        test, in_else = self.ifs[-1][0].test, self.ifs[-1][1]
+        if in_else:
+            return ""
+        if type(test) is cst.Comparison and len(test.comparisons) == 1 and literal(test.comparisons[0].comparator) is True:
+            test = test.left
+        if type(test) is cst.Name and test.value in flags:
+            return f"{self.key}|{test.value}|{flags[test.value]}"
+        return ""
+
+    def _call_flags(self, node: cst.Call, target: str, function: FunctionSummary) -> None:
+        """The parameters a call of a first-party function passes a value that may be true for."""
+        passed = function.call_flags.setdefault(target, [])
+        for index, arg in enumerate(node.args):
+            value = literal(arg.value)
+            if arg.star or value not in (False, None, 0):
+                key = "**" if arg.star else (arg.keyword.value if arg.keyword is not None else f"#{index}")
+                if key not in passed:
+                    passed.append(key)
 
     # -- names ---------------------------------------------------------------------------------
     def _target(self, node: cst.CSTNode, qualified: Any = NOT_LITERAL) -> Optional[str]:
@@ -682,6 +728,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         target = self.call_target = self._target(func, qualified)  # the ResumeCollector reads it next
         if target:
             function.add_call(target, seen)
+            if node.args and self._first_party(target):
+                self._call_flags(node, target, function)
         index = self.calls_seen
         self.calls_seen += 1
 
@@ -804,6 +852,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             covered = helper_covers(helper, node) if helper is not None else self.config_helpers.get(qualified)
             if covered:
                 seeding = site(f"`{_spelling(func)}(...)`")
+                seeding.condition = self._parameter_condition()
                 self._seed_argument(node, seeding)
                 for kind_covered in covered:
                     function.add_cover(kind_covered, seeding)
@@ -1026,6 +1075,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if function.trains is not None:
             return
         if qualified in TRAINING_CALLS or (attribute in BACKWARD_METHODS and qualified is None):
+            function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
+        elif qualified is None and (
+            attribute in TRAINING_METHODS or (attribute == "train" and all(literal(arg.value) is True for arg in node.args))
+        ):
+            function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
+        elif qualified in GRADIENT_SCALERS or builds_optimizer(qualified):
             function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
         elif qualified == LIGHTNING_CLI and literal(arg_value(node, "run")) is not False:
             function.add_trains(site("`LightningCLI(...)` (runs `fit`)"))

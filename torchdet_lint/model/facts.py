@@ -212,6 +212,21 @@ TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
 # Lightning's `Trainer.fit`, the Transformers `Trainer.train` and the TRL trainers built on it).
 TRAINING_CALLS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+# What shows a run trains although its backward sits where the analysis cannot follow (a loss
+# scaler object handed to the loop, the loop of a trainer built from configuration): zeroing
+# gradients, putting a model in training mode (`model.train()`, also `trainer.train()`),
+# building an optimizer or a gradient scaler.
+TRAINING_METHODS = frozenset({"zero_grad"})
+GRADIENT_SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"})
+
+
+def builds_optimizer(qualified: Optional[str]) -> bool:
+    """`torch.optim.AdamW(...)` and the other optimizer classes (not the LR schedulers)."""
+    if not qualified or not qualified.startswith("torch.optim.") or "lr_scheduler" in qualified or "swa_utils" in qualified:
+        return False
+    return qualified.rsplit(".", 1)[-1][:1].isupper()
+
+
 TRAINING_LOOPS = {
     "lightning.pytorch.Trainer": frozenset({"fit"}),
     "lightning.pytorch.cli.LightningCLI": frozenset({"fit"}),
@@ -221,6 +236,12 @@ TRAINING_LOOPS = {
     "trl.DPOTrainer": frozenset({"train"}),
     "trl.RewardTrainer": frozenset({"train"}),
     "trl.GRPOTrainer": frozenset({"train"}),
+    # mmcv's runners (mmdetection 2.x, mmrotate): `runner.run(data_loaders, workflow)` trains.
+    "mmcv.runner.build_runner": frozenset({"run", "train"}),
+    "mmcv.runner.EpochBasedRunner": frozenset({"run", "train"}),
+    "mmcv.runner.IterBasedRunner": frozenset({"run", "train"}),
+    "mmengine.runner.Runner": frozenset({"train"}),
+    "mmengine.runner.Runner.from_cfg": frozenset({"train"}),
 }
 # Calls that may put the run's work on an accelerator without naming CUDA (the device comes from
 # configuration, or the library picks it): a run that reaches none of these and no CUDA work
@@ -288,6 +309,8 @@ def reexported_torch(context: Any, qualified: Optional[str], candidates) -> Opti
     (`Project.external_name`): a finding that relies on it carries `KEPT_IF_REEXPORTED`."""
     if not qualified or qualified.split(".", 1)[0] not in context.first_party:
         return None
+    if qualified in candidates or is_dataloader(qualified):
+        return None  # a class the catalog knows by this very name (PyG's loader, linted in PyG itself)
     last = qualified.rsplit(".", 1)[-1]
     return next((name for name in sorted(candidates) if name.rsplit(".", 1)[-1] == last), None)
 

@@ -79,7 +79,9 @@ class Reach:
             mine = self.draws.setdefault(kind, [])
             _extend(mine, sites)
         for kind, site in other.covers.items():
-            self.covers.setdefault(kind, site)
+            current = self.covers.get(kind)
+            if current is None or (current.site.condition and not site.site.condition):
+                self.covers[kind] = site  # a setting that always holds wins over one that needs a flag
         _extend(self.cuda, other.cuda)
         _extend_by_phase(self.ops, other.ops)
         for profile, sites in other.raising.items():
@@ -222,7 +224,7 @@ class Project:
                 reason = "__main__.py"
             elif summary.configured_entry or entry_configured(self.settings, display):
                 reason = "configured"
-            elif summary.module_work and not _is_collected_test(name) and "." not in (summary.module_name or ""):
+            elif summary.module_work and name not in IMPORTED_BY_TOOLS and "." not in (summary.module_name or ""):
                 # A module inside a package is library code even when nothing in the
                 # run imports it (a one-file run, or an API imported by users): only a
                 # main block, `__main__.py` or config `entry-points` make it an entry point.
@@ -842,12 +844,38 @@ class Project:
                 for member in component:
                     for successor in edges(member):
                         if successor not in members:
-                            combined.merge(store[successor])
+                            combined.merge(self._across(member, successor, store[successor]))
                 for member in component:
                     store[member] = combined
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
+
+    def _across(self, caller: Node, callee: Node, reach: Reach) -> Reach:
+        """What a call from `caller` gets of `callee`'s reach: a setting the callee makes only under
+        `if <flag parameter>:` holds when the caller passes that flag a value that may be true
+        (`seed_everything(0, deterministic=True)`), and not otherwise (the default is false)."""
+        conditional = [kind for kind, site in reach.covers.items() if site.site.condition]
+        if not conditional:
+            return reach
+        function = self.summaries[caller[0]].functions.get(caller[1])
+        passed: List[str] = []
+        for target, flags in function.call_flags.items() if function is not None else ():
+            if callee in self.resolve(caller[0], target):
+                passed.extend(flags)
+        resolved = Reach(**{name: getattr(reach, name) for name in reach.__dataclass_fields__})
+        resolved.covers = dict(reach.covers)
+        for kind in conditional:
+            located = reach.covers[kind]
+            key, parameter, position = located.site.condition.split("|")
+            if key != callee[1]:
+                continue  # a deeper function's: decided on its own call
+            if parameter in passed or f"#{position}" in passed or "**" in passed:
+                site = Site(**{**located.site.__dict__, "condition": ""})
+                resolved.covers[kind] = Located(located.path, site)
+            else:
+                del resolved.covers[kind]
+        return resolved
 
     def entry_starts(self, entry: EntryPoint) -> List[Node]:
         """Where an entry point's code starts: its module-level code and main block; for a
@@ -889,6 +917,8 @@ class Project:
         combined = Reach()
         for start in self.entry_starts(entry):
             combined.merge(self.reach(start))
+        # A setting left under a flag parameter nobody passed: the flag keeps its false default.
+        combined.covers = {kind: site for kind, site in combined.covers.items() if not site.site.condition}
         return combined
 
     def reached_nodes(self, entry: EntryPoint) -> Set[Node]:
@@ -935,9 +965,10 @@ class Project:
             return None
         if self._suppliers is None:
             self._suppliers = {}
+            scripts = {other.path for other in self.entry_points}
             for display, summary in sorted(self.summaries.items()):
-                if _is_test_file(display):
-                    continue
+                if _is_test_file(display) or display in scripts:
+                    continue  # a test's helper, or another program's own code
                 for key, function in summary.functions.items():
                     if key in (MODULE_KEY, MAIN_KEY, LAMBDA_KEY) or "<locals>" in key:
                         continue
@@ -1148,13 +1179,6 @@ def _closure(starts: Iterable[Node], successors: Callable[[Node], List[Node]]) -
                 seen.add(successor)
                 pending.append(successor)
     return seen
-
-
-def _is_collected_test(name: str) -> bool:
-    """A file a tool imports rather than runs: a package's `__init__.py`, pytest's `conftest.py`
-    and test modules (`test_*.py`, `*_test.py`, which pytest collects: their module-level code
-    runs at collection), torch.hub's `hubconf.py`."""
-    return name in IMPORTED_BY_TOOLS or name.startswith("test_") or name.endswith("_test.py")
 
 
 def _is_test_file(display: str) -> bool:

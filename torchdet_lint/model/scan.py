@@ -20,6 +20,7 @@ from torchdet_lint.model.facts import (
     DEVICE_KEYWORDS,
     RUNNER_METHODS,
     RUNNERS,
+    TRAINING_METHODS,
     is_setup_call,
 )
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
@@ -579,7 +580,15 @@ class _AstScanner:
                     function.cuda.append(Site(child.lineno, "`.cuda()`"))
                 if function.moves is None and _may_move(child, func, target):
                     function.moves = Site(child.lineno, f"`{_ast_dotted(func) or '.' + getattr(func, 'attr', 'call')}(...)`")
-                if isinstance(func, ast.Attribute) and func.attr in BACKWARD_METHODS and target is None:
+                if (
+                    isinstance(func, ast.Attribute)
+                    and target is None
+                    and (
+                        func.attr in BACKWARD_METHODS
+                        or func.attr in TRAINING_METHODS
+                        or (func.attr == "train" and not child.args)
+                    )
+                ):
                     function.add_trains(Site(child.lineno, f"`{_ast_dotted(func) or '.' + func.attr}(...)`"))
                 runs_arguments = target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS)
                 callee = (target or _ast_dotted(func) or "").rsplit(".", 1)[-1]

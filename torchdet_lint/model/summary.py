@@ -39,6 +39,10 @@ class Site:
     backward: bool = False
     # An operation whose catalog condition needs a CUDA device: evidence only in a run that may use one.
     cuda_only: bool = False
+    # A setting that holds only when the function is called with a flag on: `if deterministic:` on a
+    # parameter that defaults to a false value. "<function key>|<parameter>|<position>": resolved
+    # on each call by the arguments it passes (`set_seed(0, deterministic=True)` enables the flag).
+    condition: str = ""
     # A module's construction whose parameters a strict `load_state_dict` of the same object then
     # overwrites: its initial draws do not reach the run's numbers.
     overwritten: bool = False
@@ -95,6 +99,9 @@ class FunctionSummary:
     # visibly the CPU (`.to(device)`, `device=args.device`), `accelerator.prepare`, DDP... A run
     # that reaches none and no CUDA work runs on the CPU, where CUDA-only conditions cannot hold.
     moves: Optional[Site] = None
+    # First-party call target -> the parameters (names, or "#<position>") it is passed a value
+    # that may be true for: what turns on the settings a callee makes under `if <parameter>:`.
+    call_flags: Dict[str, List[str]] = field(default_factory=dict)
     # First-party constructions (and factories) whose result's parameters a strict `load_state_dict`
     # in this function overwrites: their initial draws do not count for TDL001.
     loaded: List[str] = field(default_factory=list)
@@ -128,7 +135,9 @@ class FunctionSummary:
             sites.append(site)
 
     def add_cover(self, kind: str, site: Site) -> None:
-        self.covers.setdefault(kind, site)
+        current = self.covers.get(kind)
+        if current is None or (current.condition and not site.condition):
+            self.covers[kind] = site
 
     def add_raising(self, profile: str, site: Site) -> None:
         sites = self.raising.setdefault(profile, [])

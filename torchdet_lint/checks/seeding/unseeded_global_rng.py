@@ -250,6 +250,10 @@ _REACH = """
       `run_tests()` in a main block run the file's `TestCase` methods
       (`setUp*`, `tearDown*`, `test*`) and `test_*` functions.
 
+    A helper that seeds only under `if <flag>:` on a parameter defaulting to
+    a false value seeds where a call passes that parameter a value that may
+    be true, not where it keeps the default.
+
     Where the analysis cannot follow (a class named by a string from
     configuration it cannot read, an import by a computed name,
     `cfg.build()` on a value whose class it cannot see while some
