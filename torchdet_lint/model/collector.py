@@ -187,12 +187,13 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.makers = Makers(context.scopes, context.first_party)
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
-        self.module_locals: Dict[str, str] = {}
+        self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
         # Per function: (the `if` depth at its start, its parameters that default to a false value).
         self.flag_parameters: List[Tuple[int, Dict[str, int]]] = [(0, {})]
-        self.construction_sites: Dict[
-            int, Site
-        ] = {}  # id of a call that drew from torch -> its site  # names bound to `importlib.import_module("pkg.mod")`
+        # id of a call that drew from torch -> (its site, the branch depth it was made at)
+        self.construction_sites: Dict[int, Tuple[Site, int]] = {}
+        self.construction_depths: Dict[int, int] = {}  # id of a first-party call -> its branch depth
+        self.loops = 0  # enclosing `for`/`while`/`try` statements (with `self.ifs`: the branch depth)
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -309,23 +310,29 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if self._at_module_level() and not self.in_main:
             self.summary.module_work = True
         self._enter_compound(node)
+        self.loops += 1
 
     def leave_For(self, original_node: cst.For) -> None:
         self._leave_compound()
+        self.loops -= 1
 
     def visit_While(self, node: cst.While) -> None:
         if self._at_module_level() and not self.in_main:
             self.summary.module_work = True
         self._enter_compound(node)
+        self.loops += 1
 
     def leave_While(self, original_node: cst.While) -> None:
         self._leave_compound()
+        self.loops -= 1
 
     def visit_Try(self, node: cst.Try) -> None:
         self._enter_compound(node)
+        self.loops += 1
 
     def leave_Try(self, original_node: cst.Try) -> None:
         self._leave_compound()
+        self.loops -= 1
 
     def visit_With(self, node: cst.With) -> None:
         self._enter_compound(node)
@@ -730,6 +737,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.add_call(target, seen)
             if node.args and self._first_party(target):
                 self._call_flags(node, target, function)
+            if self._first_party(target):
+                self.construction_depths[id(node)] = self._branch_depth()
         index = self.calls_seen
         self.calls_seen += 1
 
@@ -838,7 +847,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             drawn = site(text)
             function.add_draw(kind, drawn)
             if kind == "torch":
-                self.construction_sites[id(node)] = drawn
+                self.construction_sites[id(node)] = (drawn, self._branch_depth())
             class_name = self.keys[-1][1]
             if kind == "numpy" and class_name in self.summary.classes:
                 sites = self.summary.classes[class_name].global_draws
@@ -984,6 +993,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return None, (MODULE + module if module is not None else None)
         return None, None
 
+    def _branch_depth(self) -> int:
+        return len(self.ifs) + self.loops
+
     def _weights_loaded(self, node: cst.Call, function: FunctionSummary) -> None:
         """`model = Net(); model.load_state_dict(state)`: a strict load overwrites every parameter
         and persistent buffer of what was built, so its initial draws do not reach the run."""
@@ -1002,9 +1014,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if type(built) is not cst.Call:
                 continue
             drawn = self.construction_sites.get(id(built))
-            if drawn is not None:
-                drawn.overwritten = True
+            if drawn is not None and self._branch_depth() <= drawn[1]:
+                drawn[0].overwritten = True  # not when the load only happens on some path (a resume)
             target = self._target(built.func) if type(built.func) in (cst.Name, cst.Attribute) else None
+            if drawn is None and self._branch_depth() > self.construction_depths.get(id(built), 0):
+                continue
             if target is not None and self._first_party(target) and target not in function.loaded:
                 function.loaded.append(target)
 
