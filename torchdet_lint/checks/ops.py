@@ -533,20 +533,55 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
         "import torch\n\ndef count(x):\n    return torch.bincount(x)\n",
     )
 
-    def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.losses: List[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._awaits_its_calls(node):
+            super().visit_Call(node)
+
+    def _awaits_its_calls(self, node: cst.Call) -> bool:
+        """A loss module reported in profile strict only (`nn.CrossEntropyLoss()` bound to a
+        name or `self.<attr>`): one of its calls with visibly spatial input makes it a finding in
+        every profile, decided at the end of the file."""
+        raising = [m for m in match_operations(self.context, node) if m.behavior == RAISES]
+        if not raising or not all(m.strict_only and m.module_form for m in raising):
+            return False
+        if not self.context.scopes.watch_module(node):
+            return False
+        self.losses.append(node)
+        return True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node in self.losses:
+            message = self.message_for(node, False, self.context.scopes.spatial_use(node))
+            if message is not None:
+                self.report(node, message)
+        self.losses = []
+        super().leave_Module(original_node)
+
+    def message_for(self, node: cst.Call, assume_no_grad: bool, spatial_use: Optional[Tuple[Any, ...]] = None) -> Optional[str]:
         raising = [
             m
             for m in match_operations(self.context, node, assume_no_grad=assume_no_grad)
-            if m.behavior == RAISES and (self.context.strict or not m.strict_only)
+            if m.behavior == RAISES and (self.context.strict or not m.strict_only or spatial_use is not None)
         ]
         if not raising:
             return None
         first = max(raising, key=lambda m: m.certain)
         verb = "raises" if first.certain else "may raise"
-        through = f" (it sums through `{first.via}`)" if first.via else ""
+        through = f" (it {first.through or f'sums through `{first.via}`'})" if first.via else ""
+        condition = first.condition
+        line = self.context.node_range
+        if first.spatial:
+            condition += f"; its input has spatial dimensions: {first.spatial} at line {line(first.spatial_node)[0]}"
+        elif spatial_use is not None and first.strict_only:
+            use, why, where = spatial_use
+            condition += f"; called at line {line(use)[0]} on input with spatial dimensions: {why} at line {line(where)[0]}"
         message = (
             f"{_quoted(first.name)} {verb} under {_FLAG_CALL} in {first.version}{through}: "
-            f"no deterministic implementation ({first.condition}); way out: {first.remedy}, "
+            f"no deterministic implementation ({condition}); way out: {first.remedy}, "
             f"or `warn_only=True` (which only warns and stays nondeterministic)"
         )
         others = [m for m in raising if m is not first]
