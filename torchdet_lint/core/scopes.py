@@ -100,6 +100,7 @@ _NEUTRAL_METHODS = frozenset(
         "expand_as",
         "chunk",
         "split",
+        "type",
     }
 )
 # Readers of saved tensors -> (the device argument: keyword, position; whether its default is the
@@ -169,7 +170,26 @@ SPATIAL_MODULES = frozenset({"torch.nn.Upsample", "torch.nn.UpsamplingBilinear2d
 SEGMENTATION_MODELS = "torchvision.models.segmentation."
 _SEGMENTATION_OUTPUTS = frozenset({"out", "aux"})
 # Methods that keep a tensor's rank (a reshape or `view` may flatten it: not followed).
-_RANK_KEEPING = frozenset({"float", "double", "half", "bfloat16", "contiguous", "to", "cuda", "cpu", "type", "clone", "detach"})
+_RANK_KEEPING = frozenset(
+    {
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "contiguous",
+        "to",
+        "cuda",
+        "cpu",
+        "type",
+        "clone",
+        "detach",
+        "log_softmax",
+        "softmax",
+    }
+)
+_RANK_KEEPING_FUNCTIONS = frozenset(
+    {"torch.nn.functional.log_softmax", "torch.nn.functional.softmax", "torch.log_softmax", "torch.softmax"}
+)
 _SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "requires_grad_"})
 _MAY_BE_LOADERS = (cst.Call, cst.Name, cst.Attribute)
 _NOT_LOADERS = (
@@ -504,6 +524,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return True
         if kind is cst.Name and (self.is_counter(node.value) or self._int_annotation(node.value)):
             return True
+        if kind is cst.Attribute and (self.resolver.qualified_name(node) or "").startswith("torch."):
+            return True  # `torch.float16`, `torch.channels_last`: a constant of torch's
         return self.tensor_state(node, depth + 1, before).no_grad
 
     def _int_annotation(self, name: str) -> bool:
@@ -698,6 +720,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         qualified = self.resolver.qualified_name(func)
         if qualified in SPATIAL_FUNCTIONS:
             return f"`{dotted_name(func) or qualified}`", node
+        if qualified in _RANK_KEEPING_FUNCTIONS:
+            arg = find_arg(node, "input", 0)
+            return self.spatial_source(arg.value, depth + 1, before) if arg is not None else None
         if qualified is None and type(func) is cst.Attribute:
             if func.attr.value in _RANK_KEEPING:
                 return self.spatial_source(func.value, depth + 1, before)
@@ -812,9 +837,20 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if part is not None:
                 self._mark_parts(target, part)
         elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            if (
+                part is None
+                and type(value) in (cst.Tuple, cst.List)
+                and len(value.elements) == len(elements)
+                and not any(type(e) is cst.StarredElement for e in (*elements, *value.elements))
+            ):
+                # `images, masks = batch["image"].cuda(), batch["mask"].cuda()`: part by part.
+                for element, part_value in zip(elements, value.elements):
+                    self._bind_target(element.value, None, self._unpacked_state(part_value.value, whole=True))
+                return
             if part is None and value is not None:
                 part = self._unpacked_state(value)
-            for element in target.elements:
+            for element in elements:
                 self._bind_target(element.value, None, part)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, part)
@@ -827,14 +863,14 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if dotted is not None:
                 self._bind(dotted, value)  # `args.seed = ...`, under its dotted name (never a plain name)
 
-    def _unpacked_state(self, value: cst.BaseExpression) -> Optional[TensorState]:
-        """What the parts of an unpacked value are: computed where no gradient flows
-        (`cls_tokens, patch_tokens = model.tokens(x)` under `no_grad()`), or parts of a value
-        without gradient (`images, masks = batch` for a batch read from data)."""
+    def _unpacked_state(self, value: cst.BaseExpression, whole: bool = False) -> Optional[TensorState]:
+        """What the parts of an unpacked value are (`whole`: what the value itself is): computed
+        where no gradient flows (`cls_tokens, patch_tokens = model.tokens(x)` under `no_grad()`),
+        or parts of a value without gradient (`images, masks = batch` for a batch read from data)."""
         kind = type(value)
         if kind in _COMPUTED and self.grad_disabled:
             return TensorState(True, False)
-        if kind is cst.Name or kind is cst.Subscript or kind is cst.Attribute or kind is cst.Call:
+        if whole or kind is cst.Name or kind is cst.Subscript or kind is cst.Attribute or kind is cst.Call:
             state = self.tensor_state(value)
             if state.no_grad:
                 return state
