@@ -451,7 +451,8 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     (`for images, masks in loader:`, `enumerate(loader)`, `tqdm(loader)`, and
     the items, attributes, slices and unpacked parts of a batch:
     `batch["mask"]`, `batch.mask`, `masks[:, 0]`), `next(iter(loader))`,
-    what `torch.load` reads, `torch.from_numpy(...)`, `.detach()`, results
+    what `torch.load` (`torch.hub.load_state_dict_from_url`, safetensors'
+    `load_file`) reads, `torch.from_numpy(...)`, `.detach()`, results
     computed under `no_grad`/`inference_mode`, the `.to(...)`, `.cuda()`,
     `.float()` and other casts of these, and the results of torch functions
     and operators whose tensor inputs are all such values (`torch.cat([m,
