@@ -330,7 +330,9 @@ class NondeterministicOp(_FlagAware):
     `bmm` cannot be recognised and are not reported. The flag must be on
     when the forward runs for the decomposed operations (interpolate,
     replication padding, `max_pool3d`), which a whole-file check cannot
-    verify.
+    verify. What TDL202's docs say of values without a gradient, narrowing
+    by `if` tests and backward formulas holds here too (the same matcher):
+    a `torch.gather` inside a registered backward formula is not reported.
 
     Decisions: `torch.empty`, `resize_` and friends (deterministic
     alternative only in torch 2.1, then filled through
@@ -445,6 +447,55 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     a non-torch class or a NumPy call, or annotated with another type) is
     not matched.
 
+    Values without a gradient: what a loop over a DataLoader yields
+    (`for images, masks in loader:`, `enumerate(loader)`, `tqdm(loader)`, and
+    the items, attributes, slices and unpacked parts of a batch:
+    `batch["mask"]`, `batch.mask`, `masks[:, 0]`), `next(iter(loader))`,
+    what `torch.load` (`torch.hub.load_state_dict_from_url`, safetensors'
+    `load_file`) reads, `torch.from_numpy(...)`, `.detach()`, results
+    computed under `no_grad`/`inference_mode`, the `.to(...)`, `.cuda()`,
+    `.float()` and other casts of these, and the results of torch functions
+    and operators whose tensor inputs are all such values (`torch.cat([m,
+    m])`, `mask * 2`: no module call, no parameter, no `requires_grad=True`).
+    A backward-only kernel on them never runs: the segmentation recipe that
+    resizes the masks of its batch with `F.interpolate(mask, mode="bilinear")`
+    is not reported; resizing the model's output is. A loader is a name or
+    `self.<attr>` bound to a DataLoader call (or any call whose name ends in
+    "loader": a subclass, `build_dataloader(cfg)`), an iterator or progress
+    bar over one, or a name named like one (`loader`, `train_loader`,
+    `val_dataloader`, a parameter too) or annotated with a loader class,
+    unless it is visibly bound to something else (a list, a comprehension):
+    code that iterates a loader-named object reads data, and training code
+    hands loaders to its train functions as parameters. A pickled module
+    that `torch.load` returns has parameters: an attribute of a
+    `torch.load` result is not taken to be without gradient (its items
+    are).
+
+    Narrowing by tests: inside `if mode == "nearest":` (also `mode in
+    ("nearest", "area")`, `elif`, `"nearest" == mode`, an `and` of tests, an
+    `or` of tests on one name, and the `else` of `!=` or `not in`), the name
+    or attribute holds those values, so `F.interpolate(x, mode=mode)` there is
+    judged with them; outside the branch, or once the name is rebound in it,
+    the argument is unknown as before. A function defined in the branch runs
+    later and is not narrowed.
+
+    Inside a backward formula an operation runs without a backward of its
+    own, so only its forward conditions count (a `torch.gather` there is no
+    `gather` backward; a `torch.histc` there still raises): the `forward`,
+    `backward`, `setup_context`, `jvp` and `vjp` methods of a
+    `torch.autograd.Function` subclass (autograd records nothing in its
+    `forward` either), the body of a `@torch.library.custom_op` and the
+    functions registered with `torch.library` below autograd
+    (`register_autograd`, `register_fake`, `register_kernel`, `impl` and
+    `Library.impl` with a dispatch key other than
+    `CompositeImplicitAutograd`, whose decomposition autograd records; also
+    as decorators and as methods of the custom op), and tensor and module
+    backward hooks (`register_hook`, `register_full_backward_hook`,
+    `register_backward_hook`, `register_full_backward_pre_hook`,
+    `register_post_accumulate_grad_hook`), named functions, nested ones and
+    lambdas. The same holds for this file's functions called only from
+    there. Forward hooks run in the forward pass and count as usual.
+
     A module (`nn.Embedding`, whose catalog condition is its backward) built
     inside `torch.no_grad()` is still a module: what counts is where it is
     called. One bound to a name or `self.<attr>` that the file only calls
@@ -491,13 +542,34 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     `put_(..., accumulate=True)` raises there), and backward-only kernels
     in inference code are reported unless the code shows it. Tensor methods are matched by name
     in files that import torch, when their arguments fit the Tensor method.
+    A batch handed to another function (`loss_fn(batch)`), a loader named
+    otherwise (`train_dl`), and a helper of a backward formula defined in
+    another file are not followed: they count as carrying a gradient. An
+    iterable named like a loader that yields tensors with a gradient would
+    be taken for data.
 
     The cross-entropy and NLL losses (`nn.CrossEntropyLoss`, `nn.NLLLoss`,
     `F.cross_entropy`, `F.nll_loss`) raise on CUDA only for inputs of 3 or
-    more dimensions (segmentation-style losses), which cannot be seen; to
-    keep every classification loss from being reported, they are reported
-    in profile `strict` only (and never with a literal `reduction="none"`).
-    They still count as catalog operations for TDL302. cuBLAS matrix
+    more dimensions (segmentation-style losses), which mostly cannot be
+    seen; to keep every classification loss from being reported, they are
+    reported in profile `strict` only (and never with a literal
+    `reduction="none"`), unless the input visibly has spatial dimensions:
+    it comes from `F.interpolate`/`F.upsample*` or a called `nn.Upsample`
+    module, or is the `"out"`/`"aux"` output of a torchvision segmentation
+    model (`torchvision.models.segmentation.*`), directly or through a name
+    bound in the same function, casts (`.float()`, `.to(...)`) and
+    `log_softmax`/`softmax` (a `reshape`/`view` may flatten it and is not
+    followed). Then they are reported in every profile, the message naming
+    the spatial input and its line. A loss module is reported at its
+    constructor when one of its calls has such input: a name called in the
+    function that builds it (or, built at module level, in any function),
+    `self.<attr>` called in any method of the class, or the module called
+    where it is built; a call before the construction in the file is not
+    seen. Library segmentation losses that call the cross-entropy on their
+    spatial input are reported in every profile (MONAI's `DiceCELoss` and
+    `NACLLoss`; see TDL203's table). All of them still count as catalog
+    operations for TDL302, whose fix is withheld where one of them is
+    reported in the profile in force. cuBLAS matrix
     products are never reported here: before torch 2.10 they need
     `CUBLAS_WORKSPACE_CONFIG`, which TDL303 covers. Quantized `resize_`
     raises too: it is reported where the tensor visibly comes from
@@ -533,20 +605,55 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
         "import torch\n\ndef count(x):\n    return torch.bincount(x)\n",
     )
 
-    def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.losses: List[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._awaits_its_calls(node):
+            super().visit_Call(node)
+
+    def _awaits_its_calls(self, node: cst.Call) -> bool:
+        """A loss module reported in profile strict only (`nn.CrossEntropyLoss()` bound to a
+        name or `self.<attr>`): one of its calls with visibly spatial input makes it a finding in
+        every profile, decided at the end of the file."""
+        raising = [m for m in match_operations(self.context, node) if m.behavior == RAISES]
+        if not raising or not all(m.strict_only and m.module_form for m in raising):
+            return False
+        if not self.context.scopes.watch_module(node):
+            return False
+        self.losses.append(node)
+        return True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node in self.losses:
+            message = self.message_for(node, False, self.context.scopes.spatial_use(node))
+            if message is not None:
+                self.report(node, message)
+        self.losses = []
+        super().leave_Module(original_node)
+
+    def message_for(self, node: cst.Call, assume_no_grad: bool, spatial_use: Optional[Tuple[Any, ...]] = None) -> Optional[str]:
         raising = [
             m
             for m in match_operations(self.context, node, assume_no_grad=assume_no_grad)
-            if m.behavior == RAISES and (self.context.strict or not m.strict_only)
+            if m.behavior == RAISES and (self.context.strict or not m.strict_only or spatial_use is not None)
         ]
         if not raising:
             return None
         first = max(raising, key=lambda m: m.certain)
         verb = "raises" if first.certain else "may raise"
-        through = f" (it sums through `{first.via}`)" if first.via else ""
+        through = f" (it {first.through or f'sums through `{first.via}`'})" if first.via else ""
+        condition = first.condition
+        line = self.context.node_range
+        if first.spatial:
+            condition += f"; its input has spatial dimensions: {first.spatial} at line {line(first.spatial_node)[0]}"
+        elif spatial_use is not None and first.strict_only:
+            use, why, where = spatial_use
+            condition += f"; called at line {line(use)[0]} on input with spatial dimensions: {why} at line {line(where)[0]}"
         message = (
             f"{_quoted(first.name)} {verb} under {_FLAG_CALL} in {first.version}{through}: "
-            f"no deterministic implementation ({first.condition}); way out: {first.remedy}, "
+            f"no deterministic implementation ({condition}); way out: {first.remedy}, "
             f"or `warn_only=True` (which only warns and stays nondeterministic)"
         )
         others = [m for m in raising if m is not first]
@@ -575,7 +682,9 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     deformable convolution backwards (TDL202) and switch `roi_align` to a
     deterministic path (TDL201); `torch_scatter` and PyG sums and means are
     wrappers over `Tensor.scatter_add_` (TDL201 from torch 1.13, TDL202
-    before). The table below lists every library, API and version.
+    before); MONAI's `DiceCELoss` and `NACLLoss` call `nn.CrossEntropyLoss`
+    on their spatial (BNH[WD]) input, which raises under the flag (TDL202 in
+    every profile). The table below lists every library, API and version.
 
     The library version is config `library-versions` (a table such as
     `{torchvision = "0.15"}`), else the installed package's metadata (the

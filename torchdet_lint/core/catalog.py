@@ -90,6 +90,14 @@ class Pattern:
         )
 
 
+@dataclass(frozen=True)
+class OneOf:
+    """An argument known to be one of a few literals (`mode` in the body of
+    `if mode in ("nearest", "area"):`)."""
+
+    values: Tuple[Any, ...]
+
+
 # The value of a parameter a form does not have: the form itself implies it.
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 # The default of a parameter whose default is not a literal (`name=...` in a signature).
@@ -137,6 +145,9 @@ class Condition:
     def evaluate(self, value: Any) -> Truth:
         if value is UNKNOWN:
             return Truth.YES
+        if isinstance(value, OneOf):
+            truths = {self.evaluate(one) for one in value.values}
+            return truths.pop() if len(truths) == 1 else Truth.MAYBE
         kind = self.kind
         if kind == "calls":
             # Only what is visible counts: a call of a listed function, or a literal string
@@ -280,6 +291,7 @@ class Operation:
     library: str = ""
     follows: str = ""
     via: str = ""
+    through: str = ""  # how a follower reaches `via`, for messages ("sums through `via`" when empty)
     notes: str = ""
     source: str = ""
 
@@ -375,6 +387,7 @@ _OP_KEYS = {
     "library",
     "follows",
     "via",
+    "through",
     "form",
     "case",
 }
@@ -636,8 +649,10 @@ def _operation(table: Mapping[str, Any], kind: str, file: str) -> Operation:
             )
         if follows:
             _string(table, "via", where)
-    elif library or follows or "via" in table:
-        raise where.error("`library`, `follows` and `via` belong to third-party catalogs")
+    elif library or follows or "via" in table or "through" in table:
+        raise where.error("`library`, `follows`, `via` and `through` belong to third-party catalogs")
+    if "through" in table and not follows:
+        raise where.error("`through` says how an entry that `follows` a torch operation reaches it")
     if report:
         for form in forms:
             if form.methods and form.params is None:
@@ -656,6 +671,7 @@ def _operation(table: Mapping[str, Any], kind: str, file: str) -> Operation:
         library=library,
         follows=follows,
         via=_string(table, "via", where, default=""),
+        through=_string(table, "through", where, default=""),
         notes=_string(table, "notes", where, default=""),
         source=_string(table, "source", where),
     )

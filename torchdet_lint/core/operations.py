@@ -6,7 +6,7 @@ the file summaries' record of the operations an entry point reaches.
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -24,6 +24,7 @@ from torchdet_lint.core.catalog import (
     Case,
     Catalog,
     Form,
+    OneOf,
     Operation,
     Pattern,
     Sized,
@@ -58,6 +59,10 @@ class OperationMatch:
     via: str = ""  # a third-party function that behaves as this torch operation does
     module_form: bool = False  # a module's constructor: it runs (and its backward) where the module is called
     cuda_only: bool = False  # the condition needs a CUDA device: a run that never leaves the CPU cannot meet it
+    through: str = ""  # how the third-party function reaches `via` ("sums through `via`" when empty)
+    # A strict-only loss whose input visibly has spatial dimensions: why (`F.interpolate`), and where.
+    spatial: str = ""
+    spatial_node: Optional[cst.CSTNode] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,10 @@ def _argument_value(node: cst.BaseExpression, context) -> Any:
         return value
     if type(node) is cst.FormattedString:
         return _pattern(node)
+    if type(node) is cst.Name or type(node) is cst.Attribute:
+        narrowed = context.scopes.narrowed(node)  # `if mode == "nearest": F.interpolate(x, mode=mode)`
+        if narrowed is not None:
+            return narrowed[0] if len(narrowed) == 1 else OneOf(narrowed)
     if isinstance(node, cst.Name):
         values = context.scopes.values(node.value)
         bound = values[0] if len(values) == 1 else None  # bound once: in every branch the same
@@ -424,6 +433,15 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
         ]
         label = " or ".join(dict.fromkeys(same)) or label
     condition = case.condition_text() + (f", {label}" if label else "")
+    strict_only = operation.strict_only
+    spatial, spatial_node = "", None
+    if strict_only and not entry.as_module:
+        # Input rank made visible: the NLL losses raise on inputs with spatial dimensions.
+        arg = find_arg(call, "input", 0)
+        found = context.scopes.spatial_source(arg.value) if arg is not None else None
+        if found is not None:
+            spatial, spatial_node = found
+            strict_only = False
     return OperationMatch(
         op_id=operation.id,
         op_name=operation.name,
@@ -434,12 +452,15 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
         case_id=case.id,
         label=label,
         remedy=case.remedy,
-        strict_only=operation.strict_only,
+        strict_only=strict_only,
         third_party=operation.kind == THIRD_PARTY_KIND,
         version=_version_phrase(operation, context),
         via=operation.via,
         module_form=entry.as_module,
         cuda_only=case.device.startswith("CUDA"),
+        through=operation.through,
+        spatial=spatial,
+        spatial_node=spatial_node,
     )
 
 

@@ -11,12 +11,13 @@ they carry, so that `names.find_arg` sees them (RULES.md, "Keyword dictionaries"
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.core.names import NameResolver, dotted_name, find_arg, literal, remember_keyword_dict
+from torchdet_lint.core import registrations
+from torchdet_lint.core.names import NOT_LITERAL, NameResolver, dotted_name, find_arg, literal, remember_keyword_dict
 
 NO_GRAD_CONTEXTS = frozenset(
     {
@@ -99,6 +100,7 @@ _NEUTRAL_METHODS = frozenset(
         "expand_as",
         "chunk",
         "split",
+        "type",
     }
 )
 # Readers of saved tensors -> (the device argument: keyword, position; whether its default is the
@@ -112,6 +114,96 @@ _LOADERS = {
 }
 # Reading a dict's item by method (`checkpoint.get("model")`): the item is where the dict's tensors are.
 _DICT_READS = frozenset({"get", "pop"})
+# Values without a gradient (TDL202 docs, "Autograd phase"):
+# the torch namespaces whose functions compute tensors from tensors; their result carries no
+# gradient when none of their inputs does.
+_TENSOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"})
+_NOT_TENSOR_FUNCTIONS = frozenset({"torch.load", "torch.compile", "torch.save"})
+# Keywords that never carry a tensor (sizes, modes, dtypes): not inputs a gradient flows from.
+_NON_TENSOR_KEYWORDS = frozenset(
+    "size scale_factor mode align_corners recompute_scale_factor antialias dim dims keepdim dtype device "
+    "non_blocking memory_format copy padding_mode reduction ignore_index label_smoothing num_classes "
+    "kernel_size stride padding dilation ceil_mode count_include_pad return_indices p eps start_dim end_dim".split()
+)
+_GRAD_METHODS = frozenset({"requires_grad_"})
+_MOVING_METHODS = frozenset({"to", "cuda", "pin_memory"})
+# What is read off a tensor without being one: a shape is no input a gradient flows from.
+_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
+_SHAPE_METHODS = frozenset({"size", "dim", "numel", "item", "tolist", "get_device", "element_size"})
+_NUMBER_BUILTINS = frozenset({"builtins.len", "builtins.int", "builtins.float", "builtins.round", "builtins.bool"})
+_OPERATORS = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)
+# Wrappers that iterate what they are handed: `for batch in tqdm(loader)`.
+_ITERATION_WRAPPERS = frozenset(
+    {
+        "builtins.iter",
+        "tqdm.tqdm",
+        "tqdm.auto.tqdm",
+        "tqdm.notebook.tqdm",
+        "tqdm.std.tqdm",
+        "tqdm.rich.tqdm",
+        "rich.progress.track",
+        "itertools.islice",
+        "itertools.cycle",
+    }
+)
+# Backward formulas: the methods of a `torch.autograd.Function` subclass that autograd runs
+# without recording (its `forward` included), and the identity kind of nested functions.
+_AUTOGRAD_FUNCTIONS = frozenset(
+    {
+        "torch.autograd.Function",
+        "torch.autograd.function.Function",
+        "torch.autograd.function.InplaceFunction",
+        "torch.autograd.function.FunctionCtx",
+    }
+)
+_FORMULA_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "vmap"})
+_LOCAL = "<local>"
+# Last name segments of the calls that may register a function (`register_*` are all looked at).
+_REGISTRATION_SEGMENTS = frozenset({"custom_op", "triton_op", "impl", "impl_abstract", "fallback"})
+_NARROWING_TESTS = (cst.Comparison, cst.UnaryOperation, cst.BooleanOperation)
+# Where a tensor visibly gets spatial dimensions (the input rank of the NLL losses): upsampling
+# (functions, and modules called), a torchvision segmentation model's `"out"`/`"aux"` output.
+SPATIAL_FUNCTIONS = frozenset(
+    "torch.nn.functional." + name for name in ("interpolate", "upsample", "upsample_bilinear", "upsample_nearest")
+)
+SPATIAL_MODULES = frozenset({"torch.nn.Upsample", "torch.nn.UpsamplingBilinear2d", "torch.nn.UpsamplingNearest2d"})
+SEGMENTATION_MODELS = "torchvision.models.segmentation."
+_SEGMENTATION_OUTPUTS = frozenset({"out", "aux"})
+# Methods that keep a tensor's rank (a reshape or `view` may flatten it: not followed).
+_RANK_KEEPING = frozenset(
+    {
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "contiguous",
+        "to",
+        "cuda",
+        "cpu",
+        "type",
+        "clone",
+        "detach",
+        "log_softmax",
+        "softmax",
+    }
+)
+_RANK_KEEPING_FUNCTIONS = frozenset(
+    {"torch.nn.functional.log_softmax", "torch.nn.functional.softmax", "torch.log_softmax", "torch.softmax"}
+)
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "requires_grad_"})
+_MAY_BE_LOADERS = (cst.Call, cst.Name, cst.Attribute)
+_NOT_LOADERS = (
+    cst.List,
+    cst.Tuple,
+    cst.Dict,
+    cst.Set,
+    cst.ListComp,
+    cst.DictComp,
+    cst.SetComp,
+    cst.GeneratorExp,
+    cst.SimpleString,
+    cst.Integer,
+)
 MAX_DEPTH = 6
 # A tensor is followed through this many names, calls and subscripts (a checkpoint's item, reshaped
 # and permuted over a few statements, is a dozen steps from its `torch.load`); only for the
@@ -127,7 +219,12 @@ class _Frame:
     grad_off: bool = False
     class_index: Optional[int] = None  # a method: the index of its class in `ScopeTracker.classes`
     counters: Set[str] = field(default_factory=set)  # loop targets that count: `for i in range(...)`, enumerate's index
-    no_grad_parts: Set[Tuple[str, int]] = field(default_factory=set)  # (name, binding) of tuple parts computed without grad
+    # (name, binding) -> what is known of a value bound without an expression of its own: a part of
+    # an unpacked tuple, what a loop over a DataLoader yields.
+    part_states: Dict[Tuple[str, int], "TensorState"] = field(default_factory=dict)
+    serial: int = 0  # tells the frames of a walk apart
+    autograd_function: bool = False  # a class: a `torch.autograd.Function` subclass
+    local_defs: Dict[str, Tuple[Optional[str], str]] = field(default_factory=dict)  # nested functions -> identity
 
 
 _EMPTY_INIT_CONTEXTS = frozenset(
@@ -143,10 +240,16 @@ _COMPUTED = frozenset({cst.Call, cst.BinaryOperation, cst.UnaryOperation})
 
 @dataclass(frozen=True)
 class TensorState:
-    """What is known of a tensor expression: it carries no gradient, it lives on the CPU."""
+    """What is known of a tensor expression: it carries no gradient, it lives on the CPU; `plain`:
+    it is a tensor or a batch of tensors read from data (never a module), so what is read from it
+    or computed from it alone (items, attributes, method results) carries no gradient either."""
 
     no_grad: bool = False
     cpu: bool = False
+    plain: bool = False
+
+
+_NO_GRAD_DATA = TensorState(True, False, True)
 
 
 class ScopeTracker(cst.BatchableCSTVisitor):
@@ -177,6 +280,22 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         # Calls bound to a name or `self.<attr>` (`emb = nn.Embedding(...)`): id -> how the file calls the object.
         self.bound_calls: Dict[int, Tuple[Optional[str], str]] = {}
         self.computed_without_grad: Set[int] = set()  # ids of values bound where no gradient flows
+        self.loader_classes: Set[str] = set()  # this file's DataLoader subclasses
+        self.function_classes: Set[str] = set()  # this file's `torch.autograd.Function` subclasses
+        self._serial = 0
+        self._local_def_names: Dict[str, int] = {}  # names of the nested functions of the frames on the stack
+        # Functions registered as backward formulas, kernels or backward hooks: they run without
+        # a backward of their own (complete at the end of the walk); lambdas handed to such APIs.
+        self.formulas: Set[Tuple[Optional[str], str]] = set()
+        self._formula_lambdas: Set[int] = set()
+        # Narrowing `if` tests: blocks seen but not yet entered, then the entered ones (innermost last).
+        self._narrowing_blocks: Dict[int, Dict[str, Tuple[Any, ...]]] = {}
+        self.narrowed_blocks: List[Tuple[int, _Frame, Dict[str, Tuple[Any, ...]], Dict[str, int]]] = []
+        # Loss modules whose input rank their calls decide: the keys their calls are recorded under,
+        # and the first call with visibly spatial input per key.
+        self._watched_keys: Set[Tuple[Any, ...]] = set()
+        self._watched_modules: Dict[int, Tuple[Any, ...]] = {}
+        self.spatial_calls: Dict[Tuple[Any, ...], Tuple[cst.Call, str, cst.CSTNode]] = {}
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -241,7 +360,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return self._without_grad[identity]
         self._without_grad[identity] = False  # a cycle of calls proves nothing
         calls = self.callers.get(identity)
-        answer = bool(calls) and all(off or self.only_called_without_grad(caller) for off, caller in calls)
+        # A registered backward formula runs in the backward pass, where nothing records a gradient.
+        called = bool(calls) or identity in self.formulas
+        answer = called and all(off or self.only_called_without_grad(caller) for off, caller in calls or ())
         self._without_grad[identity] = answer
         return answer
 
@@ -303,14 +424,16 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         if self.cpu_blocks and depth == 0 and type(node) in (cst.Name, cst.Attribute):
             name = dotted_name(node)
             if name is not None and any(name in names for _, names in self.cpu_blocks):
-                return TensorState(self.tensor_state(node, 1).no_grad, True)
+                return replace(self.tensor_state(node, 1), cpu=True)
         kind = type(node)
         if kind is cst.Name:
             values = self.values(node.value)
             if before is not None and node.value in before:
                 values = values[: before[node.value]]
-            if values and values[-1] is None and (node.value, len(values) - 1) in self._function.no_grad_parts:
-                return TensorState(True, False)
+            if values and values[-1] is None:
+                part = self._function.part_states.get((node.value, len(values) - 1))
+                if part is not None:
+                    return part
             if not values or values[-1] is None:
                 return TensorState()
             # The value's own mentions of the name are its earlier bindings (`x = x.float()`).
@@ -320,17 +443,29 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             return state
         if kind is cst.Subscript:
             return self.tensor_state(node.value, depth + 1, before)
+        if kind is cst.Attribute:
+            # `batch.mask`: an attribute of a batch read from data is data too.
+            inner = self.tensor_state(node.value, depth + 1, before)
+            return inner if inner.plain and inner.no_grad else TensorState()
+        if kind in _OPERATORS:
+            operands = _operands(node)
+            if all(self._brings_no_grad(operand, depth + 1, before) for operand in operands):
+                return _NO_GRAD_DATA
+            return TensorState()
         if kind is not cst.Call:
             return TensorState()
         qualified = self.resolver.qualified_name(node.func)
         if qualified == "torch.from_numpy" or qualified in _LEGACY_CPU_CONSTRUCTORS:
-            return TensorState(True, True)
+            return TensorState(True, True, True)
         if qualified in _LEGACY_CUDA_CONSTRUCTORS:
-            return TensorState(True, False)
+            return TensorState(True, False, True)
         if qualified in _LOADERS:
             keyword, position, default_cpu = _LOADERS[qualified]
             location = find_arg(node, keyword, position)
-            return TensorState(False, default_cpu if location is None else _cpu_location(location.value, self.resolver))
+            # What is read from a file carries no gradient; `torch.load` may return a pickled module,
+            # whose attributes are parameters: not `plain`.
+            on_cpu = default_cpu if location is None else _cpu_location(location.value, self.resolver)
+            return TensorState(True, on_cpu, qualified != "torch.load")
         if qualified in _FACTORIES:
             keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
             if "device" in keywords:
@@ -338,23 +473,136 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             else:
                 on_cpu = not qualified.endswith("_like")
             no_grad = literal(keywords.get("requires_grad")) in (False, None) if "requires_grad" in keywords else True
-            return TensorState(no_grad, on_cpu)
-        if isinstance(node.func, cst.Attribute) and qualified is None:
+            return TensorState(no_grad, on_cpu, no_grad)
+        if qualified == "builtins.next":
+            # `next(iter(loader))`: a batch.
+            iterator = node.args[0].value if node.args else None
+            return _NO_GRAD_DATA if iterator is not None and self.is_loader(iterator) else TensorState()
+        if qualified is not None:
+            if _torch_function(qualified) and self._inputs_bring_no_grad(node, depth, before):
+                return _NO_GRAD_DATA
+            return TensorState()
+        if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             inner = self.tensor_state(node.func.value, depth + 1, before)
             if method == "numpy":
-                return TensorState(True, True)
+                return TensorState(True, True, True)
             if method == "detach":
-                return TensorState(True, inner.cpu)
+                return TensorState(True, inner.cpu, True)
             if method == "cpu":
-                return TensorState(inner.no_grad, True)
+                return replace(inner, cpu=True)
             if method in ("cuda", "to"):
-                return TensorState(inner.no_grad, method == "to" and _moves_to_cpu(node))
+                return replace(inner, cpu=method == "to" and _moves_to_cpu(node))
             if method in _NEUTRAL_METHODS:
                 return inner
             if method in _DICT_READS:
-                return TensorState(False, inner.cpu)  # a tensor of a state dict read from the CPU
+                return TensorState(inner.no_grad, inner.cpu, inner.plain)  # an item, as `d[key]`
+            if inner.plain and inner.no_grad and method not in _GRAD_METHODS and self._inputs_bring_no_grad(node, depth, before):
+                return replace(inner, cpu=inner.cpu and method not in _MOVING_METHODS)
         return TensorState()
+
+    def _inputs_bring_no_grad(self, call: cst.Call, depth: int, before: Optional[Dict[str, int]]) -> bool:
+        """Every argument that may be a tensor brings no gradient, and none asks for one."""
+        for arg in call.args:
+            if arg.keyword is not None:
+                keyword = arg.keyword.value
+                if keyword == "requires_grad" and literal(arg.value) is not False:
+                    return False
+                if keyword in _NON_TENSOR_KEYWORDS:
+                    continue
+            if not self._brings_no_grad(arg.value, depth + 1, before):
+                return False
+        return True
+
+    def _brings_no_grad(self, node: cst.BaseExpression, depth: int, before: Optional[Dict[str, int]]) -> bool:
+        """An input that brings no gradient into a computation: a literal, a shape or an int, a
+        sequence of such inputs, or a tensor without gradient."""
+        kind = type(node)
+        if kind is cst.Tuple or kind is cst.List:
+            return all(type(e) is cst.Element and self._brings_no_grad(e.value, depth + 1, before) for e in node.elements)
+        if literal(node) is not NOT_LITERAL or _shape_like(node, self.resolver):
+            return True
+        if kind is cst.Name and (self.is_counter(node.value) or self._int_annotation(node.value)):
+            return True
+        if kind is cst.Attribute and (self.resolver.qualified_name(node) or "").startswith("torch."):
+            return True  # `torch.float16`, `torch.channels_last`: a constant of torch's
+        return self.tensor_state(node, depth + 1, before).no_grad
+
+    def _int_annotation(self, name: str) -> bool:
+        annotation = self.annotation(name)
+        return type(annotation) is cst.Name and annotation.value in ("int", "float", "bool", "str")
+
+    def is_loader(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether iterating `node` yields batches read from data: a DataLoader call (any class
+        or factory whose name ends in "loader": `DataLoader`, `InfiniteDataLoader`,
+        `build_dataloader(cfg)`, a subclass of such a class defined in this file), an iterator or
+        progress bar over one (`iter(loader)`, `tqdm(loader)`), a name or `self.<attr>` bound to
+        one, or a name (a parameter, an attribute) named like a loader (`loader`,
+        `train_loader`, `val_dataloader`) or annotated with a loader class, unless it is visibly
+        bound to something else (a list or dict display, a comprehension)."""
+        if depth > MAX_DEPTH:
+            return False
+        kind = type(node)
+        if kind is cst.Call:
+            func = node.func
+            qualified = self.resolver.qualified_name(func)
+            if qualified in _ITERATION_WRAPPERS:
+                return bool(node.args) and node.args[0].keyword is None and self.is_loader(node.args[0].value, depth + 1)
+            name = qualified or dotted_name(func) or ""
+            last = name.rsplit(".", 1)[-1]
+            return last.lower().endswith("loader") or last in self.loader_classes
+        if kind is cst.Name:
+            name = node.value
+            values = self.values(name, module_too=True)
+            annotation = self.annotation(name)
+        elif kind is cst.Attribute:
+            name = node.attr.value
+            own = type(node.value) is cst.Name and node.value.value == "self"
+            values = self.attribute_values(name) if own else []
+            annotation = None
+        else:
+            return False
+        if any(v is not None and type(v) in _MAY_BE_LOADERS and self.is_loader(v, depth + 1) for v in values[-4:]):
+            return True
+        if annotation is not None and "Loader" in cst.Module([]).code_for_node(annotation):
+            return True
+        return name.lower().endswith("loader") and not any(type(v) in _NOT_LOADERS for v in values)
+
+    def _loader_targets(
+        self, target: cst.BaseExpression, iterable: cst.BaseExpression, depth: int = 0
+    ) -> List[cst.BaseExpression]:
+        """The parts of a `for` target that receive batches read from data: the whole target of a
+        loop over a loader, the second part of `enumerate(loader)`, the parts of `zip(...)` that
+        come from loaders."""
+        if depth > MAX_DEPTH:
+            return []
+        if type(iterable) is cst.Call:
+            qualified = self.resolver.qualified_name(iterable.func)
+            args = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
+            parts = target.elements if type(target) in (cst.Tuple, cst.List) else None
+            if qualified == "builtins.enumerate":
+                if args and parts is not None and len(parts) == 2:
+                    return self._loader_targets(parts[1].value, args[0], depth + 1)
+                return []
+            if qualified == "builtins.zip":
+                if parts is None or len(parts) != len(args):
+                    return []
+                return [found for part, arg in zip(parts, args) for found in self._loader_targets(part.value, arg, depth + 1)]
+        return [target] if self.is_loader(iterable) else []
+
+    def _mark_parts(self, target: cst.BaseExpression, state: TensorState) -> None:
+        """Record `state` for the names `target` just bound (without an expression of their own)."""
+        kind = type(target)
+        if kind is cst.Name:
+            frame = self.frames[-1]
+            bindings = frame.names.get(target.value)
+            if bindings:
+                frame.part_states[(target.value, len(bindings) - 1)] = state
+        elif kind is cst.Tuple or kind is cst.List:
+            for element in target.elements:
+                self._mark_parts(element.value, state)
+        elif kind is cst.StarredElement:
+            self._mark_parts(target.value, state)
 
     def keyword_dict(self, name: str) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
         """The (keyword, value) pairs of a dict bound to `name` in this function or the module,
@@ -375,6 +623,174 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return None
             return [(arg.keyword.value, arg.value) for arg in value.args]
         return None
+
+    # -- backward formulas and registrations --------------------------------------------------
+    def _registers_formula(self, decorator: cst.BaseExpression) -> bool:
+        """A decorator that makes the function a custom op's body, kernel or backward formula
+        (`@torch.library.custom_op(...)`, `@torch.library.register_fake(...)`,
+        `@torch.library.impl(..., "cuda")`, `@op.register_kernel("cpu")`)."""
+        call = decorator if type(decorator) is cst.Call else None
+        func = call.func if call is not None else decorator
+        if type(func) not in (cst.Name, cst.Attribute):
+            return False
+        qualified = self.resolver.qualified_name(func)
+        if qualified in registrations.LIBRARY_KERNELS:
+            return True
+        if qualified == registrations.LIBRARY_IMPL:
+            return call is not None and registrations.below_autograd_key(_literal_strings(call)) is True
+        return qualified is None and type(func) is cst.Attribute and func.attr.value in registrations.CUSTOM_OP_METHODS
+
+    def library_receiver(self, node: cst.BaseExpression) -> Optional[cst.Call]:
+        """The `torch.library.Library(...)` call a name or `self.<attr>` is bound to."""
+        for value in self.expression_values(node)[-2:]:
+            if type(value) is cst.Call and self.resolver.qualified_name(value.func) == registrations.LIBRARY_CLASS:
+                return value
+        return None
+
+    def _formula_arguments(self, call: cst.Call) -> List[cst.BaseExpression]:
+        """The functions a call registers to run below autograd (a backward formula, a kernel, a
+        backward hook), else nothing."""
+        func = call.func
+        qualified = self.resolver.qualified_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+        if qualified is not None:
+            registers = (
+                qualified in registrations.LIBRARY_KERNELS
+                or qualified in registrations.BACKWARD_HOOK_FUNCTIONS
+                or (qualified == registrations.LIBRARY_IMPL and registrations.below_autograd_key(_literal_strings(call)) is True)
+            )
+        elif type(func) is cst.Attribute:
+            method = func.attr.value
+            if method in registrations.CUSTOM_OP_METHODS:
+                registers = True
+            elif method in registrations.BACKWARD_HOOK_METHODS:
+                registers = not self.known_non_tensor(func.value)  # a trainer's `register_hook(...)` is another API
+            elif method in registrations.LIBRARY_METHODS:
+                library = self.library_receiver(func.value)
+                below = registrations.below_autograd_key(_literal_strings(call))
+                if below is None and library is not None:
+                    below = registrations.below_autograd_key(_literal_strings(library))
+                registers = library is not None and below is True
+            else:
+                registers = False
+        else:
+            registers = False
+        return [arg.value for arg in call.args] if registers else []
+
+    def _formulas_registered(self, call: cst.Call) -> None:
+        for value in self._formula_arguments(call):
+            kind = type(value)
+            if kind is cst.Name:
+                self.formulas.add(self._name_identity(value.value))
+                self._callee_nodes.add(id(value))  # registered: no other use of the function
+            elif kind is cst.Attribute and type(value.value) is cst.Name and value.value.value == "self":
+                self.formulas.add(("self", value.attr.value))
+                self._callee_nodes.add(id(value))
+            elif kind is cst.Lambda:
+                self._formula_lambdas.add(id(value))
+
+    # -- input rank: the NLL losses ---------------------------------------------------------------
+    def spatial_source(
+        self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None
+    ) -> Optional[Tuple[str, cst.CSTNode]]:
+        """Why a tensor visibly has spatial dimensions, and where: the result of `F.interpolate`
+        (`F.upsample*`, an `nn.Upsample` module called), or the `"out"`/`"aux"` output of a
+        torchvision segmentation model, directly or through a name bound in this function and
+        the methods that keep the rank (`.float()`, `.contiguous()`, `.to(...)`)."""
+        if node is None or depth > MAX_DEPTH:
+            return None
+        kind = type(node)
+        if kind is cst.Name:
+            values = self.values(node.value)
+            if before is not None and node.value in before:
+                values = values[: before[node.value]]
+            if not values or values[-1] is None:
+                return None
+            return self.spatial_source(values[-1], depth + 1, {**(before or {}), node.value: len(values) - 1})
+        if kind is cst.Subscript:
+            element = node.slice[0].slice if len(node.slice) == 1 else None
+            output = literal(element.value) if type(element) is cst.Index else None
+            if output in _SEGMENTATION_OUTPUTS and type(node.value) is cst.Call:
+                model = self._segmentation_model(node.value.func, depth + 1)
+                if model is not None:
+                    return f'the "{output}" output of `{model}`', node
+            return None
+        if kind is not cst.Call:
+            return None
+        func = node.func
+        qualified = self.resolver.qualified_name(func)
+        if qualified in SPATIAL_FUNCTIONS:
+            return f"`{dotted_name(func) or qualified}`", node
+        if qualified in _RANK_KEEPING_FUNCTIONS:
+            arg = find_arg(node, "input", 0)
+            return self.spatial_source(arg.value, depth + 1, before) if arg is not None else None
+        if qualified is None and type(func) is cst.Attribute:
+            if func.attr.value in _RANK_KEEPING:
+                return self.spatial_source(func.value, depth + 1, before)
+            if not (type(func.value) is cst.Name and func.value.value == "self"):
+                return None
+        if qualified is None and type(func) in (cst.Name, cst.Attribute):
+            for value in self.expression_values(func)[-2:]:
+                built = _unwrap_self_returning(value)
+                if type(built) is cst.Call and self.resolver.qualified_name(built.func) in SPATIAL_MODULES:
+                    return f"`{dotted_name(func)}` (`{dotted_name(built.func)}`)", node
+        return None
+
+    def _segmentation_model(self, func: cst.BaseExpression, depth: int) -> Optional[str]:
+        """The torchvision segmentation constructor a called model comes from (`model(x)["out"]`
+        for `model = deeplabv3_resnet50(...)`, also as `self.model`)."""
+        if type(func) is cst.Call:
+            candidates: List[Optional[cst.BaseExpression]] = [func]
+        else:
+            candidates = self.expression_values(func)[-2:]
+        for value in candidates:
+            built = _unwrap_self_returning(value)
+            if type(built) is cst.Call:
+                qualified = self.resolver.qualified_name(built.func) or ""
+                if qualified.startswith(SEGMENTATION_MODELS):
+                    return dotted_name(built.func) or qualified
+        return None
+
+    def _spatial_argument(self, call: cst.Call) -> Optional[Tuple[str, cst.CSTNode]]:
+        arg = find_arg(call, "input", 0)
+        return self.spatial_source(arg.value) if arg is not None else None
+
+    def _call_key(self, func: cst.BaseExpression) -> Optional[Tuple[Any, ...]]:
+        """The key a called name (this function's, else the module's) or `self.<attr>` is watched under."""
+        if type(func) is cst.Name:
+            if self.values(func.value):
+                return ("name", self._function.serial, func.value)
+            return ("name", 0, func.value) if func.value in self.frames[0].names else None
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            return ("self", self._function.class_index, func.attr.value)
+        return None
+
+    def watch_module(self, call: cst.Call) -> bool:
+        """Record the calls of the module `call` builds (bound to a name or `self.<attr>`) whose
+        input is visibly spatial, from here on; False when it is not bound so."""
+        if id(call) in self._watched_modules:
+            return True
+        identity = self.bound_calls.get(id(call))
+        if identity is None:
+            return ("call", id(call)) in self.spatial_calls
+        if identity[0] == "self":
+            index = self._function.class_index
+            if index is None:
+                return False
+            key: Tuple[Any, ...] = ("self", index, identity[1])
+        else:
+            key = ("name", self._function.serial, identity[1])
+        self._watched_modules[id(call)] = key
+        self._watched_keys.add(key)
+        return True
+
+    def spatial_use(self, call: cst.Call) -> Optional[Tuple[cst.Call, str, cst.CSTNode]]:
+        """A call of the module `call` builds whose input is visibly spatial: (that call, why, where);
+        complete at the end of the walk."""
+        found = self.spatial_calls.get(("call", id(call)))
+        if found is not None:
+            return found
+        key = self._watched_modules.get(id(call))
+        return self.spatial_calls.get(key) if key is not None else None
 
     # -- helpers ------------------------------------------------------------------------------
     def _non_tensor_producer(self, call: cst.Call) -> bool:
@@ -411,18 +827,33 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             # model.weight`, is the parameter itself: not marked.)
             self.computed_without_grad.add(id(value))
 
-    def _bind_target(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+    def _bind_target(
+        self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], part: Optional[TensorState] = None
+    ) -> None:
+        """Bind `target` to `value`; `part`: what is known of the value a name receives as a part
+        of an unpacked one."""
         if isinstance(target, cst.Name):
             self._bind(target.value, value)
+            if part is not None:
+                self._mark_parts(target, part)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_target(element.value, None)
-                if type(element.value) is cst.Name and type(value) in _COMPUTED and self.grad_disabled:
-                    # `cls_tokens, patch_tokens = model.tokens(x)` under `no_grad()`: computed there.
-                    frame = self.frames[-1]
-                    frame.no_grad_parts.add((element.value.value, len(frame.names[element.value.value]) - 1))
+            elements = target.elements
+            if (
+                part is None
+                and type(value) in (cst.Tuple, cst.List)
+                and len(value.elements) == len(elements)
+                and not any(type(e) is cst.StarredElement for e in (*elements, *value.elements))
+            ):
+                # `images, masks = batch["image"].cuda(), batch["mask"].cuda()`: part by part.
+                for element, part_value in zip(elements, value.elements):
+                    self._bind_target(element.value, None, self._unpacked_state(part_value.value, whole=True))
+                return
+            if part is None and value is not None:
+                part = self._unpacked_state(value)
+            for element in elements:
+                self._bind_target(element.value, None, part)
         elif isinstance(target, cst.StarredElement):
-            self._bind_target(target.value, None)
+            self._bind_target(target.value, None, part)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
             index = self._function.class_index
             if index is not None:
@@ -431,6 +862,19 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             dotted = dotted_name(target)
             if dotted is not None:
                 self._bind(dotted, value)  # `args.seed = ...`, under its dotted name (never a plain name)
+
+    def _unpacked_state(self, value: cst.BaseExpression, whole: bool = False) -> Optional[TensorState]:
+        """What the parts of an unpacked value are (`whole`: what the value itself is): computed
+        where no gradient flows (`cls_tokens, patch_tokens = model.tokens(x)` under `no_grad()`),
+        or parts of a value without gradient (`images, masks = batch` for a batch read from data)."""
+        kind = type(value)
+        if kind in _COMPUTED and self.grad_disabled:
+            return TensorState(True, False)
+        if whole or kind is cst.Name or kind is cst.Subscript or kind is cst.Attribute or kind is cst.Call:
+            state = self.tensor_state(value)
+            if state.no_grad:
+                return state
+        return None
 
     def _grad_effect(self, call: cst.BaseExpression) -> Optional[bool]:
         """False when a `with` item or decorator turns gradients off, True when on, None otherwise."""
@@ -449,20 +893,42 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     # -- the walk -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        name = node.name.value
         if len(self.frames) == 1:
-            self.local_classes.add(node.name.value)
-        self._bind(node.name.value, None)
-        self.frames.append(_Frame("class"))
+            self.local_classes.add(name)
+        self._bind(name, None)
+        frame = self._new_frame("class")
+        for base in node.bases:
+            if base.keyword is not None:
+                continue
+            qualified = self.resolver.qualified_name(base.value) or dotted_name(base.value) or ""
+            last = qualified.rsplit(".", 1)[-1]
+            if qualified in _AUTOGRAD_FUNCTIONS or last in self.function_classes:
+                frame.autograd_function = True
+            if last.endswith("Loader") or last in self.loader_classes:
+                self.loader_classes.add(name)
+        if frame.autograd_function:
+            self.function_classes.add(name)
+        self.frames.append(frame)
         self.classes.append({})
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.frames.pop()
 
+    def _new_frame(self, kind: str, **values: Any) -> _Frame:
+        self._serial += 1
+        return _Frame(kind, serial=self._serial, **values)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._bind(node.name.value, None)
         owner = self.frames[-1]
-        frame = _Frame("function", class_index=len(self.classes) - 1 if owner.kind == "class" else None)
-        frame.grad_off = any(self._grad_effect(decorator.decorator) is False for decorator in node.decorators)
+        frame = self._new_frame("function", class_index=len(self.classes) - 1 if owner.kind == "class" else None)
+        # A backward formula, a custom op's body or kernel runs without a backward of its own:
+        # only its forward conditions count, as where no gradient flows.
+        frame.grad_off = any(
+            self._grad_effect(decorator.decorator) is False or self._registers_formula(decorator.decorator)
+            for decorator in node.decorators
+        ) or (owner.autograd_function and node.name.value in _FORMULA_METHODS)
         params = node.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             frame.names[param.name.value] = [None]
@@ -479,22 +945,38 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             self.identities.append(("self", node.name.value))
         elif len(self.frames) == 1:
             self.identities.append((None, node.name.value))
+        elif owner.kind == "function":
+            # A nested function (a hook, a closure): known by its enclosing function's frame.
+            identity = (_LOCAL, f"{owner.serial}.{node.name.value}")
+            owner.local_defs[node.name.value] = identity
+            self._local_def_names[node.name.value] = self._local_def_names.get(node.name.value, 0) + 1
+            self.identities.append(identity)
         else:
             self.identities.append(None)
         self.frames.append(frame)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.frames.pop()
+        self._pop_function()
         self.identities.pop()
 
+    def _pop_function(self) -> None:
+        frame = self.frames.pop()
+        for name in frame.local_defs:
+            count = self._local_def_names[name] - 1
+            if count:
+                self._local_def_names[name] = count
+            else:
+                del self._local_def_names[name]
+
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        frame = _Frame("function", class_index=self._function.class_index, grad_off=self._function.grad_off)
+        grad_off = self._function.grad_off or id(node) in self._formula_lambdas
+        frame = self._new_frame("function", class_index=self._function.class_index, grad_off=grad_off)
         for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
             frame.names[param.name.value] = [None]
         self.frames.append(frame)
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
-        self.frames.pop()
+        self._pop_function()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # `emb = nn.Embedding(...)`, `self.emb = ...`: the binding is no use of the object; calls of
@@ -532,6 +1014,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         counter = _counter_target(node.target, node.iter, self.resolver)
         if counter is not None:
             self._function.counters.add(counter)
+        for part in self._loader_targets(node.target, node.iter):
+            self._mark_parts(part, _NO_GRAD_DATA)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, None)
@@ -547,16 +1031,51 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             self._guarded_blocks[id(node.body)] = on_cpu_if_true
         if on_cpu_if_false and isinstance(node.orelse, cst.Else):
             self._guarded_blocks[id(node.orelse.body)] = on_cpu_if_false
+        if type(node.test) in _NARROWING_TESTS:
+            if_true, if_false = narrowing(node.test)
+            if if_true:
+                self._narrowing_blocks[id(node.body)] = if_true
+            if if_false and type(node.orelse) is cst.Else:
+                self._narrowing_blocks[id(node.orelse.body)] = if_false
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self._guarded_blocks:
             names = self._guarded_blocks.pop(id(node), None)
             if names:
                 self.cpu_blocks.append((id(node), names))
+        if self._narrowing_blocks:
+            narrowed = self._narrowing_blocks.pop(id(node), None)
+            if narrowed:
+                counts = {name: self._binding_count(name) for name in narrowed}
+                self.narrowed_blocks.append((id(node), self._function, narrowed, counts))
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
         if self.cpu_blocks and self.cpu_blocks[-1][0] == id(original_node):
             self.cpu_blocks.pop()
+        if self.narrowed_blocks and self.narrowed_blocks[-1][0] == id(original_node):
+            self.narrowed_blocks.pop()
+
+    def _binding_count(self, name: str) -> int:
+        head, _, rest = name.partition(".")
+        if head == "self" and rest and "." not in rest:
+            return len(self.attribute_values(rest))
+        return len(self.values(name))
+
+    def narrowed(self, node: cst.BaseExpression) -> Optional[Tuple[Any, ...]]:
+        """The values a name (or `self.<attr>`, an attribute chain) can hold here, from the `if`
+        tests around: `mode` in the body of `if mode == "nearest":` (or `mode in ("nearest",
+        "area")`, the `else` of `if mode != "nearest":`) holds that value, unless it was
+        rebound in the block."""
+        if not self.narrowed_blocks:
+            return None
+        name = dotted_name(node)
+        if name is None:
+            return None
+        function = self._function
+        for _, frame, narrowed, counts in reversed(self.narrowed_blocks):
+            if frame is function and name in narrowed:
+                return narrowed[name] if self._binding_count(name) == counts[name] else None
+        return None
 
     # A one-line body (`if not x.is_cuda: return f(x)`) is guarded the same way.
     visit_SimpleStatementSuite = visit_IndentedBlock
@@ -605,7 +1124,17 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self._callee_nodes:
-            self.escapes.add((None, node.value))
+            self.escapes.add(self._name_identity(node.value))
+
+    def _name_identity(self, name: str) -> Tuple[Optional[str], str]:
+        """How a name calls a function of this file: one of the enclosing functions' nested
+        functions, else the module's."""
+        if name in self._local_def_names:
+            for frame in reversed(self.frames):
+                found = frame.local_defs.get(name)
+                if found is not None:
+                    return found
+        return (None, name)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._callee_nodes.add(id(node.attr))  # an attribute's name is no use of a function of that name
@@ -614,12 +1143,32 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func  # exact type tests: this runs for every call and name (see names.dotted_name)
-        if type(func) is cst.Name:
-            self.callers.setdefault((None, func.value), []).append((self.grad_disabled, self.function_identity))
+        kind = type(func)
+        if kind is cst.Name:
+            self.callers.setdefault(self._name_identity(func.value), []).append((self.grad_disabled, self.function_identity))
             self._callee_nodes.add(id(func))
-        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+        elif kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             self.callers.setdefault(("self", func.attr.value), []).append((self.grad_disabled, self.function_identity))
             self._callee_nodes.add(id(func))
+        if kind is cst.Attribute:
+            last = func.attr.value
+        elif kind is cst.Name:
+            last = self.resolver.module_final.get(func.value) or func.value
+            last = last.rsplit(".", 1)[-1]
+        else:
+            last = None
+        if last is not None and (last in _REGISTRATION_SEGMENTS or last.startswith("register_")):
+            self._formulas_registered(node)
+        if self._watched_keys and kind in (cst.Name, cst.Attribute):
+            key = self._call_key(func)
+            if key in self._watched_keys and key not in self.spatial_calls:
+                found = self._spatial_argument(node)
+                if found is not None:
+                    self.spatial_calls[key] = (node, *found)
+        elif kind is cst.Call and (dotted_name(func.func) or "").endswith("Loss"):
+            found = self._spatial_argument(node)  # `nn.CrossEntropyLoss()(F.interpolate(...), y)`
+            if found is not None:
+                self.spatial_calls[("call", id(func))] = (node, *found)
         # Before the rules visit this call (the tracker comes first in the walk).
         for arg in node.args:
             if arg.star == "**" and type(arg.value) is cst.Name:
@@ -710,3 +1259,98 @@ def _moves_to_cpu(call: cst.Call) -> bool:
             if arg.keyword is None:
                 return False
     return False
+
+
+def _operands(node: cst.BaseExpression) -> List[cst.BaseExpression]:
+    kind = type(node)
+    if kind is cst.UnaryOperation:
+        return [node.expression]
+    if kind is cst.Comparison:
+        return [node.left, *(target.comparator for target in node.comparisons)]
+    return [node.left, node.right]
+
+
+def _shape_like(node: cst.BaseExpression, resolver: NameResolver) -> bool:
+    """A shape, a size or a number read off a tensor (`x.shape[-2:]`, `x.size(0)`, `len(x)`)."""
+    kind = type(node)
+    if kind is cst.Subscript:
+        return _shape_like(node.value, resolver)
+    if kind is cst.Attribute:
+        return node.attr.value in _SHAPE_ATTRIBUTES
+    if kind is cst.Call:
+        func = node.func
+        if type(func) is cst.Attribute and func.attr.value in _SHAPE_METHODS:
+            return True
+        return type(func) is cst.Name and resolver.qualified_name(func) in _NUMBER_BUILTINS
+    return False
+
+
+def _torch_function(qualified: str) -> bool:
+    """A torch function that computes tensors from tensors (`torch.cat`, `F.interpolate`)."""
+    namespace, _, last = qualified.rpartition(".")
+    return namespace in _TENSOR_NAMESPACES and last[:1].islower() and qualified not in _NOT_TENSOR_FUNCTIONS
+
+
+def _literal_strings(call: cst.Call) -> List[Any]:
+    """The literal strings among a call's arguments (and in literal tuples or lists of them)."""
+    found: List[Any] = []
+    for arg in call.args:
+        value = literal(arg.value)
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found.extend(item for item in value if isinstance(item, str))
+    return found
+
+
+def _unwrap_self_returning(node: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+    """`deeplabv3_resnet50(...).to(device).eval()` -> the constructor call."""
+    for _ in range(MAX_DEPTH):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _SELF_RETURNING:
+            node = node.func.value
+        else:
+            break
+    return node
+
+
+def narrowing(test: cst.BaseExpression) -> Tuple[Dict[str, Tuple[Any, ...]], Dict[str, Tuple[Any, ...]]]:
+    """The values an `if` test pins names to: (in its body, in its `else`). `mode == "nearest"`,
+    `mode in ("nearest", "area")` (and `!=`, `not in` for the `else`), negated with `not`,
+    joined with `and` (both hold in the body) or `or` on one name (either value)."""
+    kind = type(test)
+    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
+        body, orelse = narrowing(test.expression)
+        return orelse, body
+    if kind is cst.BooleanOperation:
+        left, right = narrowing(test.left)[0], narrowing(test.right)[0]
+        if type(test.operator) is cst.And:
+            merged = dict(left)
+            for name, values in right.items():
+                merged[name] = tuple(v for v in merged[name] if v in values) if name in merged else values
+            return merged, {}
+        if len(left) == 1 and left.keys() == right.keys():
+            name = next(iter(left))
+            return {name: tuple(dict.fromkeys(left[name] + right[name]))}, {}
+        return {}, {}
+    if kind is not cst.Comparison or len(test.comparisons) != 1:
+        return {}, {}
+    target = test.comparisons[0]
+    operator = type(target.operator)
+    left, right = test.left, target.comparator
+    if operator in (cst.Equal, cst.NotEqual) and dotted_name(left) is None:
+        left, right = right, left  # `"nearest" == mode`
+    name = dotted_name(left)
+    if name is None:
+        return {}, {}
+    value = literal(right)
+    if operator in (cst.Equal, cst.NotEqual):
+        if value is NOT_LITERAL or isinstance(value, (tuple, list, dict)):
+            return {}, {}
+        values: Tuple[Any, ...] = (value,)
+    elif operator in (cst.In, cst.NotIn):
+        if not isinstance(value, (tuple, list)) or not value or any(isinstance(v, (tuple, list, dict)) for v in value):
+            return {}, {}
+        values = tuple(value)
+    else:
+        return {}, {}
+    return ({name: values}, {}) if operator in (cst.Equal, cst.In) else ({}, {name: values})

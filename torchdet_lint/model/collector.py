@@ -6,6 +6,7 @@ work, catalog operations and DataLoaders, per function.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -23,6 +24,7 @@ from torchdet_lint.core.names import (
     opaque_keywords,
 )
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
+from torchdet_lint.core.registrations import LIBRARY_METHODS, stores_functions
 from torchdet_lint.core.source import block_top_line
 from torchdet_lint.model.facts import (
     BACKWARD_METHODS,
@@ -177,8 +179,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.nested: Dict[str, Dict[str, str]] = {}  # function key -> its nested functions' keys
         self.running_lambdas: Set[int] = set()
         self.spawn_calls: List[Tuple[cst.Call, Spawn]] = []  # placed in `finish`
-        # Modules whose catalog condition needs a backward pass, bound to a name: (where, site, binding).
+        # Operations whose catalog conditions all need a backward pass, where whether a gradient
+        # flows is decided at the end of the file: modules bound to a name, calls in a function
+        # that may only run without gradient: (where, site, the binding or function).
         self.bound_modules: List[Tuple[FunctionSummary, Site, Tuple[Optional[str], str]]] = []
+        # Loss modules reported in profile strict only, unless a call of theirs has spatial input.
+        self.spatial_undecided: List[Tuple[FunctionSummary, int, cst.Call, OperationMatch, bool]] = []
         # Enclosing `if` statements: [node, in its else branch]; a seed guarded by one is copied with it.
         self.ifs: List[List[Any]] = []
         # Raising operations whose gradient question is decided at the end of the file, as TDL202
@@ -781,7 +787,14 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # `partial(f, ...)` makes a callable for later: a function handed to it is reached (as by a
         # runner), a class is not instantiated by it (`SwiGLU = partial(GluMlp, act=...)` builds nothing).
         binds_arguments = qualified == "functools.partial"
-        stores_nothing = bool(callee) and not callee[:1].isupper() and qualified not in CONTAINERS
+        # A registration (`register_autograd("ns::op", backward)`, `x.register_hook(fn)`,
+        # `atexit.register(fn)`) stores the function: it does not run here.
+        registers = stores_functions(
+            qualified,
+            attribute,
+            attribute in LIBRARY_METHODS and self.context.scopes.library_receiver(func.value) is not None,
+        )
+        stores_nothing = bool(callee) and not callee[:1].isupper() and qualified not in CONTAINERS and not registers
         started = None
         if qualified in LAUNCHERS or qualified in PROCESS_CLASSES or attribute == "Process" or attribute in POOL_METHODS:
             started = self._process_start(node, qualified, index)
@@ -901,12 +914,21 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if self.context.imports_torch:
             if len(function.ops) < 4 * MAX_SITES:
                 for match in match_operations(self.context, node):
-                    identity = self.context.scopes.bound_calls.get(id(node))
+                    scopes = self.context.scopes
+                    identity = scopes.bound_calls.get(id(node))
                     found = site(f"`{match.name}`")
                     found.cuda_only = match.cuda_only
                     if identity is not None and backward_only_module(self.context, node):
                         # Counted at the end, unless every call of the module is without gradient.
                         self.bound_modules.append((function, found, identity))
+                    elif (
+                        scopes.function_identity is not None
+                        and not scopes.grad_disabled
+                        and not match_operations(self.context, node, assume_no_grad=True)
+                    ):
+                        # Backward-only here: counted at the end unless the function only runs without
+                        # gradient (a backward formula registered below, a helper of a no-grad caller).
+                        self.bound_modules.append((function, found, scopes.function_identity))
                     else:
                         # Evidence only in a run that trains when no forward condition holds.
                         _add_op(function.ops, found, not match_operations(self.context, node, assume_no_grad=True))
@@ -1312,6 +1334,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         scopes = self.context.scopes
         without_grad = self._raising_match(node, True)
+        if found.strict_only and found.module_form and scopes.watch_module(node):
+            self.spatial_undecided.append((function, index, node, found, without_grad is None))
+            return
         identity = scopes.function_identity
         if identity is not None and not scopes.grad_disabled and without_grad != found:
             self.raising_undecided.append((function, index, identity, found, without_grad))
@@ -1324,11 +1349,17 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         function.add_raising(RAISING_STRICT if match.strict_only else RAISING_ALWAYS, site)
 
     def _decide_raising(self) -> None:
+        scopes = self.context.scopes
         for function, index, identity, found, without_grad in self.raising_undecided:
-            chosen = without_grad if self.context.scopes.only_called_without_grad(identity) else found
+            chosen = without_grad if scopes.only_called_without_grad(identity) else found
             if chosen is not None:
                 self._add_raising(function, index, chosen, chosen is found and without_grad is None)
         self.raising_undecided = []
+        for function, index, node, found, backward in self.spatial_undecided:
+            # A call with visibly spatial input: TDL202 reports the loss in every profile.
+            chosen = replace(found, strict_only=False) if scopes.spatial_use(node) else found
+            self._add_raising(function, index, chosen, backward)
+        self.spatial_undecided = []
 
     def _cuda_device(self, node: cst.BaseExpression, depth: int = 0) -> bool:
         """A device that is CUDA: a string naming it (also in `"cuda" if ... else "cpu"`), a

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.core.import_header import import_header
 from torchdet_lint.core.names import canonical
+from torchdet_lint.core.registrations import stores_functions
 from torchdet_lint.core.source import LineIndex, block_top_line
 from torchdet_lint.model.facts import (
     BACKWARD_METHODS,
@@ -592,7 +593,12 @@ class _AstScanner:
                     function.add_trains(Site(child.lineno, f"`{_ast_dotted(func) or '.' + func.attr}(...)`"))
                 runs_arguments = target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS)
                 callee = (target or _ast_dotted(func) or "").rsplit(".", 1)[-1]
-                stores_nothing = bool(callee) and not callee[:1].isupper() and target not in CONTAINERS
+                # A registration (`atexit.register(fn)`, `x.register_hook(fn)`) stores the function.
+                registers = stores_functions(
+                    target if target and not target.startswith(".") else None,
+                    func.attr if isinstance(func, ast.Attribute) else None,
+                )
+                stores_nothing = bool(callee) and not callee[:1].isupper() and target not in CONTAINERS and not registers
                 for argument in [*child.args, *(k.value for k in child.keywords)]:
                     if isinstance(argument, (ast.Name, ast.Attribute)):
                         reference = self._target(argument, class_name)
