@@ -26,8 +26,8 @@ from torchdet_lint.engine.file_pass import cyclic_gc_paused
 
 CACHE_DIR_NAME = ".torchdet_lint_cache"
 # Bump when the pickled result layout changes (2: the classes moved into core/ and engine/;
-# 3: FileSummary.aliases; 4: star imports).
-_FORMAT = 4
+# 3: FileSummary.aliases; 4: star imports; 5: FileResult.suppressed).
+_FORMAT = 5
 
 
 def _catalog_fingerprint() -> str:

@@ -85,6 +85,9 @@ class FileResult:
     # Read from disk: (size, mtime in ns) taken before the read, and the content digest (summary index).
     stat: Optional[Tuple[int, int]] = None
     digest: Optional[str] = None
+    # The diagnostics a `noqa` directive silenced (for TDL900), once suppressions are applied;
+    # None while they are not (a text linted by `check_text` alone).
+    suppressed: Optional[List[Diagnostic]] = None
 
 
 @dataclass(frozen=True)
@@ -313,5 +316,6 @@ def lint_python(
     """Lint a decoded Python source, suppressions applied."""
     result = check_text(source.text, display, options, module_name, is_package)
     result.source = source
-    result.diagnostics = apply_suppressions(result.diagnostics, source.text, options.settings, path)
+    result.suppressed = []
+    result.diagnostics = apply_suppressions(result.diagnostics, source.text, options.settings, path, result.suppressed)
     return result

@@ -568,7 +568,10 @@ def lint_notebook(source: SourceText, path: Path, display: str, options: RunOpti
     result.source = NotebookSource(notebook.display_code, source.encoding, source.bom, notebook=notebook, raw=source)
     if result.summary is not None:
         mark_notebook_summary(result.summary)
-    result.diagnostics = [notebook.place(d) for d in apply_suppressions(result.diagnostics, code, options.settings, path)]
+    result.suppressed = []
+    kept = apply_suppressions(result.diagnostics, code, options.settings, path, result.suppressed)
+    result.diagnostics = [notebook.place(d) for d in kept]
+    result.suppressed = [notebook.place(d) for d in result.suppressed]
     return result
 
 
