@@ -466,3 +466,79 @@ def selected_codes(settings: Settings) -> FrozenSet[str]:
 
 def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+
+
+# -- the command line's overrides ------------------------------------------------------------
+
+
+def with_parsed(settings: Settings, parsed: Dict[str, Any]) -> Settings:
+    """`settings` with parsed keys laid over them (`--config KEY=VALUE`): a key replaces the
+    configuration's value, except the `extend-*` keys, which add to it."""
+    values: Dict[str, Any] = {}
+    for key, value in parsed.items():
+        if key == "extend_ignore":
+            values["ignore"] = values.get("ignore", settings.ignore) + value
+        elif key == "extend_per_file_ignores":
+            values["per_file_ignores"] = values.get("per_file_ignores", settings.per_file_ignores) + value
+        elif key in ("extend_select", "extend_exclude"):
+            values[key] = getattr(settings, key) + value
+        else:
+            values[key] = value
+    return replace(settings, **values)
+
+
+def parse_per_file_ignores(value: str) -> Tuple[str, Tuple[str, ...]]:
+    """`GLOB:CODE[,CODE]` (the command line's `--per-file-ignores`)."""
+    glob, colon, codes = value.rpartition(":")
+    if not colon or not glob or not codes.strip():
+        raise ConfigError(f"--per-file-ignores: expected GLOB:CODE[,CODE], got {value!r}")
+    selectors = tuple(part.strip().upper() for part in codes.split(",") if part.strip())
+    validate_selectors(selectors, f"--per-file-ignores {glob}")
+    return glob, selectors
+
+
+def torch_version_origin(settings: Settings) -> str:
+    """Where the target torch version comes from: "config", "installed" or "newest" (neither)."""
+    if settings.torch_version:
+        return "config"
+    return "installed" if installed_torch_version() is not None else "newest"
+
+
+def describe_settings(settings: Settings, newest: Tuple[int, int]) -> str:
+    """The settings in force, one `key = value` line each, in TOML (`--show-settings`)."""
+    fields = (
+        ("select", settings.select),
+        ("extend-select", settings.extend_select),
+        ("ignore", settings.ignore),
+        ("fixable", settings.fixable),
+        ("unfixable", settings.unfixable),
+        ("exclude", settings.exclude),
+        ("extend-exclude", settings.extend_exclude),
+        ("per-file-ignores", dict(settings.per_file_ignores)),
+        ("profile", settings.profile),
+        ("torch-version", settings.torch_version),
+        ("library-versions", dict(settings.library_versions)),
+        ("seed", settings.seed),
+        ("seed-functions", dict(settings.seed_functions)),
+        ("entry-points", settings.entry_points),
+        ("assume-deterministic-mode", settings.assume_deterministic_mode),
+        ("unsafe-fixes", settings.unsafe_fixes),
+    )
+    lines = [f"{key} = {_toml_value(value)}" for key, value in fields if value is not None]
+    version = target_torch_version(settings, newest)
+    lines.append(f"# target torch: {version[0]}.{version[1]} (from {torch_version_origin(settings)})")
+    lines.append(f"# line length of fixes: {settings.line_length}")
+    lines.append(f"# rules selected: {', '.join(sorted(selected_codes(settings)))}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_value(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return "[" + ", ".join(_toml_value(item) for item in value) + "]"
