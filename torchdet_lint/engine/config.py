@@ -194,7 +194,7 @@ def _rebase_pattern(pattern: str, base: Path, root: Path) -> Optional[str]:
         return base.relative_to(root).as_posix() + "/" + anchored
     if _within(root, base):
         prefix = root.relative_to(base).as_posix() + "/"
-        return anchored[len(prefix) :] if anchored.startswith(prefix) else None
+        return "/" + anchored[len(prefix) :] if anchored.startswith(prefix) else None
     return None
 
 
@@ -526,7 +526,8 @@ def describe_settings(settings: Settings, newest: Tuple[int, int]) -> str:
     )
     lines = [f"{key} = {_toml_value(value)}" for key, value in fields if value is not None]
     version = target_torch_version(settings, newest)
-    lines.append(f"# target torch: {version[0]}.{version[1]} (from {torch_version_origin(settings)})")
+    origin = {"config": "configured", "installed": "the installed torch", "newest": "the newest the catalog knows"}
+    lines.append(f"# target torch: {version[0]}.{version[1]} ({origin[torch_version_origin(settings)]})")
     lines.append(f"# line length of fixes: {settings.line_length}")
     lines.append(f"# rules selected: {', '.join(sorted(selected_codes(settings)))}")
     return "".join(line + "\n" for line in lines)
