@@ -26,7 +26,7 @@ from torchdet_lint.core.names import forget_keyword_dicts
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import SourceText, python_ast
 from torchdet_lint.core.traversal import BatchedWalker
-from torchdet_lint.engine.suppressions import apply_suppressions
+from torchdet_lint.engine.suppressions import apply_suppressions, file_exempt
 from torchdet_lint.model.checkpoints import ResumeCollector
 from torchdet_lint.model.collector import SummaryCollector
 from torchdet_lint.model.scan import empty_summary
@@ -71,7 +71,6 @@ def _relevant_re() -> "re.Pattern[str]":
 # file): past this size a file is generated code in practice, and parsing it
 # could exhaust the machine. torch's largest source file is 1.4 MB.
 MAX_FILE_BYTES = 5_000_000
-_FILE_NOQA_RE = re.compile(r"^[ \t]*#[ \t]*torchdet-lint:[ \t]*noqa[ \t]*$", re.M | re.I)
 
 
 @dataclass
@@ -232,7 +231,7 @@ def check_text(
 ) -> FileResult:
     """Lint one decoded source text (without suppressions applied)."""
     result = FileResult(display)
-    if _FILE_NOQA_RE.search(text):
+    if file_exempt(text):
         return result
     if len(text) > MAX_FILE_BYTES:
         size = len(text.encode("utf-8", "surrogatepass")) / 1e6

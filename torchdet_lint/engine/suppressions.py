@@ -27,6 +27,8 @@ _NOQA_RE = re.compile(rf"#[ \t]*noqa(?::[ \t]*(?P<codes>{_CODES}))?", re.I)
 # As Ruff's file-level directive: on a line of its own, anywhere in the file. The bare form
 # (`# torchdet-lint: noqa`, no codes) skips the file before it is parsed (`file_pass`).
 _FILE_NOQA_RE = re.compile(rf"^[ \t]*#[ \t]*torchdet-lint:[ \t]*noqa:[ \t]*(?P<codes>{_CODES})", re.M | re.I)
+# `# torchdet-lint: noqa` alone: the file is skipped whole (the file pass does not parse it).
+_FILE_EXEMPT_RE = re.compile(r"^[ \t]*#[ \t]*torchdet-lint:[ \t]*noqa[ \t]*$", re.M | re.I)
 _CODE_RE = re.compile(_CODE)
 # Diagnostic.extra key of a suppressed diagnostic: "file" (a file-level directive) or "line".
 SUPPRESSED_BY = "suppressed_by"
@@ -35,6 +37,11 @@ UNUSED_NOQA = UnusedNoqa.code
 
 def _split_codes(codes: str) -> Set[str]:
     return {code.upper() for code in _CODE_RE.findall(codes)}
+
+
+def file_exempt(text: str) -> bool:
+    """Whether a bare file-level `# torchdet-lint: noqa` skips the whole file."""
+    return _FILE_EXEMPT_RE.search(text) is not None
 
 
 def file_level_codes(text: str) -> FrozenSet[str]:
@@ -62,6 +69,8 @@ def apply_suppressions(
         return diagnostics
     fix_allowed = fixable_checker(settings)
     has_noqa = "noqa" in text.lower()
+    if has_noqa and file_exempt(text):
+        return []
     lines = LineIndex(text) if has_noqa else None
     file_codes = file_level_codes(text) if has_noqa else frozenset()
     kept = []
@@ -181,7 +190,7 @@ def unused_noqa(
 ) -> List[Diagnostic]:
     """TDL900 on the directives of `text` that suppress nothing, given the diagnostics they
     suppressed that are still in the file's final result (see `UnusedNoqa`)."""
-    if UNUSED_NOQA not in selected or "noqa" not in text.lower():
+    if UNUSED_NOQA not in selected or "noqa" not in text.lower() or file_exempt(text):
         return []
     ignored = per_file_ignored_codes(settings, path)
     if any(UNUSED_NOQA.startswith(prefix) for prefix in ignored) or UNUSED_NOQA in file_level_codes(text):
