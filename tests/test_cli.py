@@ -77,6 +77,8 @@ JSON_SCHEMA = {
             "name": {"type": "string"},
             "message": {"type": "string"},
             "cell": {"type": "integer", "minimum": 1},
+            # the rule's documentation page (null for TDL000, which is no rule)
+            "url": {"oneOf": [{"type": "null"}, {"type": "string", "pattern": "^docs/rules/TDL[0-9]{3}\\.md$"}]},
             "fix": {
                 "oneOf": [
                     {"type": "null"},

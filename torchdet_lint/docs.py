@@ -57,7 +57,8 @@ def rule_markdown(rule) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def rules_table() -> str:
+def rules_table(links: bool = False) -> str:
+    """The table of every rule; with `links`, each code links to its page (the README's table)."""
     lines = [
         "| Code | Name | Default | Fix | What it finds |",
         "|---|---|---|---|---|",
@@ -74,14 +75,15 @@ def rules_table() -> str:
                 else "no"
             )
         )
-        lines.append(f"| [{code}]({rule.url()}) | `{rule.name}` | {default} | {rule.fix_availability.value} | {rule.summary} |")
+        shown = f"[{code}]({rule.url()})" if links else code
+        lines.append(f"| {shown} | `{rule.name}` | {default} | {rule.fix_availability.value} | {rule.summary} |")
     return "\n".join(lines) + "\n"
 
 
 def render_readme(text: str) -> str:
     begin = text.index(TABLE_BEGIN) + len(TABLE_BEGIN)
     end = text.index(TABLE_END)
-    return text[:begin] + "\n" + rules_table() + text[end:]
+    return text[:begin] + "\n" + rules_table(links=True) + text[end:]
 
 
 def rule_pages() -> Dict[str, str]:
