@@ -40,7 +40,7 @@ def test_exit_zero_and_clean_exit(project: Path) -> None:
     assert code == 0 and "All checks passed!" in out
 
 
-@pytest.mark.parametrize("args", [["--select", "TDL9"], ["--select", "XYZ"], ["--ignore", "TDL3x"], ["--extend-select", "TDL77"]])
+@pytest.mark.parametrize("args", [["--select", "TDL8"], ["--select", "XYZ"], ["--ignore", "TDL3x"], ["--extend-select", "TDL77"]])
 def test_unknown_selector_exits_2_with_one_line(project: Path, args) -> None:
     code, out, err = run_cli(".", *args, cwd=project)
     assert code == 2 and out == ""
@@ -77,6 +77,8 @@ JSON_SCHEMA = {
             "name": {"type": "string"},
             "message": {"type": "string"},
             "cell": {"type": "integer", "minimum": 1},
+            # the rule's documentation page (null for TDL000, which is no rule)
+            "url": {"oneOf": [{"type": "null"}, {"type": "string", "pattern": "^docs/rules/TDL[0-9]{3}\\.md$"}]},
             "fix": {
                 "oneOf": [
                     {"type": "null"},

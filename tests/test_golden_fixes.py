@@ -20,7 +20,12 @@ GOLDEN = Path(__file__).parent / "golden"
 PYPROJECT = '[tool.torchdet-lint]\n{settings}\n[tool.ruff]\nline-length = 88\n\n[tool.ruff.lint]\nselect = ["E", "W", "I"]\n'
 # Cases whose rule needs a setting: TDL303 reports only before torch 2.10 (cuBLAS needs the variable);
 # TDL306 fixes only from 2.10 (Inductor's deterministic mode).
-SETTINGS = {"TDL303": 'torch-version = "2.3"\n', "TDL306": 'torch-version = "2.13"\n'}
+# TDL900 judges the directives of the rules selected with it.
+SETTINGS = {
+    "TDL303": 'torch-version = "2.3"\n',
+    "TDL306": 'torch-version = "2.13"\n',
+    "TDL900": 'extend-select = ["TDL301", "TDL304"]\n',
+}
 FIXABLE = sorted(code for code, rule in all_rules().items() if rule.fix_availability != FixAvailability.NONE)
 
 

@@ -10,6 +10,7 @@ or not it is committed (pre-commit installs hooks from a commit).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -195,3 +196,69 @@ def test_a_staged_entry_point_sees_the_unstaged_seed_helper(tmp_path: Path, git_
 
 def _hook_pythons(home: Path) -> List[Path]:
     return sorted(home.glob("repo*/py_env-*/bin/python"))
+
+
+# -- the snippets of the README and docs/integrations.md, as written -------------------------------
+
+
+def _snippets(marker: str) -> List[Tuple[str, str]]:
+    """(file, block) for each block that follows `<!-- pre-commit: marker -->` in the README and the docs."""
+    found = []
+    for path in (ROOT / "README.md", ROOT / "docs" / "integrations.md"):
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(rf"<!-- pre-commit: {marker} -->\n```\w+\n(.*?)```", text, re.S):
+            found.append((path.name, block))
+    return found
+
+
+def test_the_docs_show_both_forms_and_the_torch_version() -> None:
+    assert {name for name, _ in _snippets("remote")} == {"README.md", "integrations.md"}
+    assert {name for name, _ in _snippets("local")} == {"README.md", "integrations.md"}
+    for _, block in _snippets("config"):
+        assert "[tool.torchdet-lint]" in block and re.search(r'^torch-version = "\d+\.\d+"$', block, re.M), block
+    for _, block in _snippets("local"):
+        (hook,) = yaml.safe_load(block)["repos"][0]["hooks"]
+        manifest = {entry["id"]: entry for entry in yaml.safe_load(HOOK_MANIFEST.read_text(encoding="utf-8"))}
+        assert hook["entry"] == manifest["torchdet-lint"]["entry"] and hook["types_or"] == manifest["torchdet-lint"]["types_or"]
+
+
+def _run_in_project(project: Path, config_text: str, env: Dict[str, str]) -> subprocess.CompletedProcess:
+    project.mkdir()
+    _git("init", "-q", cwd=project, env=env)
+    (project / ".pre-commit-config.yaml").write_text(config_text, encoding="utf-8")
+    (project / "train.py").write_text(f"import torch\n\n{HAZARD}\n", encoding="utf-8")
+    _git("add", "-A", cwd=project, env=env)
+    return _pre_commit("run", "--all-files", cwd=project, env=env)
+
+
+@pytest.mark.parametrize("source", [name for name, _ in _snippets("remote")])
+def test_remote_snippet_with_the_documented_commands(tmp_path: Path, git_env: Dict[str, str], hook_repo, source: str) -> None:
+    """`repo: URL` / `rev: COMMIT` filled in with the documented commands' answers: the URL of the
+    repository, and `git ls-remote URL HEAD` for the commit."""
+    block = dict(_snippets("remote"))[source]
+    url = str(hook_repo[0])
+    commit = _git("ls-remote", url, "HEAD", cwd=tmp_path, env=git_env).split()[0]
+    assert commit == hook_repo[1]
+    config_text = block.replace("repo: URL", f"repo: {url}").replace("rev: COMMIT", f"rev: {commit}")
+    project = tmp_path / "project"
+    run = _run_in_project(project, config_text, git_env)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1 and "files were modified by this hook" in output, output
+    assert (project / "train.py").read_text(encoding="utf-8") == "import torch\n\ntorch.backends.cudnn.benchmark = False\n"
+    # The hook's environment has no torch: without torch-version the run says which it assumed ...
+    assert "note: no `torch-version` configured and no torch installed here" in output, output
+    # ... and with the documented configuration it does not.
+    (project / "pyproject.toml").write_text(dict(_snippets("config"))[source], encoding="utf-8")
+    (project / "train.py").write_text(f"import torch\n\n{HAZARD}\n", encoding="utf-8")
+    _git("add", "-A", cwd=project, env=git_env)
+    again = _pre_commit("run", "--all-files", cwd=project, env=git_env)
+    assert again.returncode == 1 and "note:" not in again.stdout + again.stderr, again.stdout
+
+
+@pytest.mark.parametrize("source", [name for name, _ in _snippets("local")])
+def test_local_snippet_uses_the_installed_torchdet_lint(tmp_path: Path, git_env: Dict[str, str], source: str) -> None:
+    env = dict(git_env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{git_env.get('PATH', '')}")
+    assert shutil.which("torchdet-lint", path=env["PATH"]), "torchdet-lint is not installed beside the tests' Python"
+    run = _run_in_project(tmp_path / "project", dict(_snippets("local"))[source], env)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1 and "train.py:3:1: TDL301" in output, output

@@ -1,4 +1,5 @@
-"""The command line: `torchdet-lint [check] PATH...`, `rule`, `rules`, `server`.
+"""The command line: `torchdet-lint [check] PATH...`, `report`, `rule`, `rules`, `server`,
+`clean`, `version`. A thin face: the work is in the engine's modules.
 
 Exit status: 0 nothing left, 1 diagnostics left (or a diff), 2 usage,
 config or internal error. Diagnostics go to stdout, the rest to stderr.
@@ -13,7 +14,7 @@ import shutil
 import sys
 import traceback
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from torchdet_lint import __version__
 from torchdet_lint.core.startup import cached_dataclass_code
@@ -30,16 +31,30 @@ with cached_dataclass_code():
     from torchdet_lint.engine.config import (
         ConfigError,
         Settings,
+        parse_inline_override,
+        parse_per_file_ignores,
         selected_codes,
         target_torch_version,
+        torch_version_origin,
         validate_selectors,
         with_overrides,
+        with_parsed,
     )
+    from torchdet_lint.engine.discovery import display_path
     from torchdet_lint.engine.workspace import Workspace
-    from torchdet_lint.output import FORMATS
+    from torchdet_lint.output import FORMATS, TEXT_FORMATS
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "report", "rule", "rules", "server")
+# The subcommands, as `--help` lists them.
+SUBCOMMANDS = {
+    "check": "lint the paths (the default: `torchdet-lint PATH` is `torchdet-lint check PATH`)",
+    "report": "will each training entry point reproduce? one row per entry point",
+    "rule": "a rule's documentation (by code or name; --all for every rule)",
+    "rules": "the table of every rule",
+    "server": "the language server on standard input/output (editors)",
+    "clean": "remove the result caches (.torchdet_lint_cache/) under the paths",
+    "version": "the version of torchdet-lint",
+}
 
 
 class UsageError(Exception):
@@ -55,10 +70,19 @@ def _codes(value: str) -> List[str]:
     return [part.strip().upper() for part in value.split(",") if part.strip()]
 
 
+def _epilog() -> str:
+    width = max(len(name) for name in SUBCOMMANDS)
+    rows = "".join(f"  {name.ljust(width)}  {text}\n" for name, text in SUBCOMMANDS.items())
+    return f"commands:\n{rows}\n`torchdet-lint COMMAND --help` shows a command's options."
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="torchdet-lint",
+        usage="torchdet-lint [check] [options] [PATH ...]\n       torchdet-lint {report,rule,rules,server,clean,version} ...",
         description="Find and fix what makes PyTorch training runs differ.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - for standard input"
@@ -70,14 +94,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--show-fixes", action="store_true", help="list the fixes applied")
     parser.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when a fix was applied")
+    parser.add_argument("--add-noqa", action="store_true", help="add a `# noqa: CODE` to each line with findings")
+    parser.add_argument("--watch", "-w", action="store_true", help="lint again whenever a file changes")
     parser.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (replaces the selection)")
     parser.add_argument("--extend-select", type=_codes, default=[], help="rule codes or prefixes to add")
     parser.add_argument("--ignore", type=_codes, default=[], help="rule codes or prefixes to disable")
+    parser.add_argument("--extend-ignore", type=_codes, default=[], help="the same as --ignore (as Ruff's)")
+    parser.add_argument(
+        "--per-file-ignores",
+        action="append",
+        default=None,
+        metavar="GLOB:CODES",
+        help="codes to ignore in the files matching GLOB (replaces the config's; repeatable)",
+    )
+    parser.add_argument("--fixable", type=_codes, help="rule codes or prefixes whose fixes may be applied (default: all)")
+    parser.add_argument("--unfixable", type=_codes, default=[], help="rule codes or prefixes whose fixes are never applied")
+    parser.add_argument("--exclude", type=_patterns, help="path patterns to exclude (replaces the config's `exclude`)")
+    parser.add_argument("--extend-exclude", type=_patterns, default=[], help="path patterns to exclude, besides the config's")
     parser.add_argument("--profile", choices=("reproducible", "strict", "performance"))
     parser.add_argument("--output-format", choices=FORMATS, default=None)
+    parser.add_argument("--output-file", "-o", type=Path, help="write the diagnostics to this file instead of standard output")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when diagnostics are left")
     parser.add_argument("--statistics", action="store_true", help="count diagnostics per rule")
-    parser.add_argument("--config", type=Path, help="pyproject.toml to read instead of searching")
+    parser.add_argument("--show-settings", action="store_true", help="print the settings in force for each project, lint nothing")
+    parser.add_argument("--show-files", action="store_true", help="print the files that would be linted, lint nothing")
+    _add_config_option(parser)
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
     parser.add_argument("--stdin-filename", help="read the source from standard input and report it under this name")
@@ -90,27 +131,82 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _patterns(value: str) -> List[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _add_config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="PATH | KEY=VALUE",
+        help="a configuration file to use instead of searching, or a `key = value` in TOML overriding "
+        "one setting of every configuration (repeatable), e.g. --config \"torch-version = '2.3'\"",
+    )
+
+
+def _config_arguments(values: Sequence[str]) -> Tuple[Optional[Path], List[dict]]:
+    """`--config` values: at most one file, and the inline `KEY=VALUE` overrides (Ruff's rule:
+    an existing file is a file; otherwise a value with `=` is TOML)."""
+    path: Optional[Path] = None
+    inline = []
+    for value in values:
+        candidate = Path(value)
+        if candidate.is_file() or "=" not in value:
+            if not candidate.is_file():
+                raise ConfigError(f"{value}: config file not found")
+            if path is not None:
+                raise UsageError(f"--config names two files ({path}, {value}): give one")
+            path = candidate
+        else:
+            inline.append(parse_inline_override(value))
+    return path, inline
+
+
 def _workspace(args) -> Workspace:
-    """Where each file's configuration and project come from, with the command line's overrides."""
-    for key in ("select", "ignore", "extend_select"):
-        value = getattr(args, key)
+    """Where each file's configuration and project come from, with the command line's overrides
+    (over the `--config KEY=VALUE` ones, over the configuration files, as in Ruff)."""
+    for key in ("select", "ignore", "extend_select", "extend_ignore", "fixable", "unfixable"):
+        value = getattr(args, key, None)
         if value:
             validate_selectors(value, f"--{key.replace('_', '-')}")
+    config_path, inline = _config_arguments(args.config)
+    per_file_ignores = getattr(args, "per_file_ignores", None)
+    per_file = tuple(parse_per_file_ignores(value) for value in per_file_ignores) if per_file_ignores is not None else None
 
     def overrides(settings: Settings) -> Settings:
+        for parsed in inline:
+            settings = with_parsed(settings, parsed)
         return with_overrides(
             settings,
             select=tuple(args.select) if args.select is not None else None,
-            ignore=settings.ignore + tuple(args.ignore),
+            ignore=settings.ignore + tuple(args.ignore) + tuple(getattr(args, "extend_ignore", ())),
             extend_select=settings.extend_select + tuple(args.extend_select),
             profile=args.profile,
             torch_version=args.torch_version,
             unsafe_fixes=args.unsafe_fixes,
+            per_file_ignores=per_file,
+            fixable=tuple(args.fixable) if getattr(args, "fixable", None) is not None else None,
+            unfixable=settings.unfixable + tuple(getattr(args, "unfixable", ())),
+            exclude=tuple(args.exclude) if getattr(args, "exclude", None) is not None else None,
+            extend_exclude=settings.extend_exclude + tuple(getattr(args, "extend_exclude", ())),
         )
 
-    if args.config is not None and not args.config.is_file():
-        raise ConfigError(f"{args.config}: config file not found")
-    return Workspace(Path.cwd(), args.config, overrides)
+    return Workspace(Path.cwd(), config_path, overrides)
+
+
+def _torch_version_note(settings_list, quiet: bool) -> None:
+    """Once per run: the target torch version is a guess (no config, no installed torch)."""
+    if quiet or not any(torch_version_origin(settings) == "newest" for settings in settings_list):
+        return
+    newest = newest_version()
+    print(
+        f"note: no `torch-version` configured and no torch installed here: the rules target torch "
+        f"{newest[0]}.{newest[1]}, the newest the catalog knows. Set `torch-version` in your configuration "
+        "(or --torch-version) to your project's torch.",
+        file=sys.stderr,
+    )
 
 
 def _warn(message: str) -> None:
@@ -130,7 +226,13 @@ def run_check(args) -> int:
     from torchdet_lint.output import formatter
     from torchdet_lint.output.context import OutputContext, use_color
 
+    if args.output_file is not None:
+        return _to_output_file(args)
     stdin_mode = args.stdin_filename is not None or args.paths == ["-"]
+    if stdin_mode and (args.watch or args.add_noqa or args.show_files):
+        raise UsageError("--watch, --add-noqa and --show-files work on files, not on standard input")
+    if args.watch:
+        return _watch(args)
     if args.torch_version is not None:
         from torchdet_lint.engine.config import parse_version
 
@@ -141,12 +243,27 @@ def run_check(args) -> int:
     workspace = _workspace(args)
     jobs = args.jobs if args.jobs and args.jobs > 0 else default_jobs()
     if stdin_mode:
+        directory = Path(os.path.abspath(args.stdin_filename)).parent if args.stdin_filename else workspace.cwd
+        root, config = workspace.root_for(directory)
+        settings = workspace.settings_for_config(config, root)
+        if args.show_settings:
+            sys.stdout.write(_settings_text(root, config, settings))
+            return EXIT_OK
+        _torch_version_note([settings], args.quiet)
         return _run_stdin(args, workspace, args.stdin_filename or "-", jobs)
 
     paths = args.paths or ["."]
     scopes, missing = workspace.scopes(paths, force_exclude=args.force_exclude)
     for path in missing:
         raise ConfigError(f"{path}: no such file or directory")
+    if args.show_files:
+        named = sorted((file for scope in scopes for file in scope.named_files), key=_by_display)
+        sys.stdout.write("".join(f"{file.display}\n" for file in named))
+        return EXIT_OK
+    if args.show_settings:
+        sys.stdout.write("\n".join(_settings_text(scope.root, scope.config, scope.settings) for scope in scopes))
+        return EXIT_OK
+    _torch_version_note([scope.settings for scope in scopes], args.quiet)
     _opposing_rules_warning(frozenset().union(*(selected_codes(scope.settings) for scope in scopes)))
     if args.verbose:
         for scope in scopes:
@@ -164,6 +281,8 @@ def run_check(args) -> int:
         cached = sum(1 for f in result.files if f.from_cache)
         timings.update(files=len(result.files), parsed=parsed, skipped=len(result.files) - parsed, from_cache=cached)
         print("timings: " + json.dumps(timings), file=sys.stderr)
+    if args.add_noqa:
+        return _add_noqa(scopes, result, args)
     unsafe = _unsafe_fixes(args, [scope.settings for scope in scopes])
     diagnostics = result.diagnostics
     fixed_count = 0
@@ -191,7 +310,7 @@ def run_check(args) -> int:
         sys.stdout.write(_statistics(diagnostics, unsafe, output_format))
     else:
         sys.stdout.write(formatter(output_format)(diagnostics, context))
-        if output_format in ("full", "concise") and not args.quiet:
+        if output_format in TEXT_FORMATS and not args.quiet:
             sys.stdout.write(_summary_line(diagnostics, fixed_count, unsafe, args))
     if fix_failed:
         return EXIT_ERROR
@@ -200,6 +319,77 @@ def run_check(args) -> int:
     if fixed_count and args.exit_non_zero_on_fix:
         return EXIT_FOUND
     return EXIT_OK
+
+
+def _by_display(file) -> str:
+    return file.display
+
+
+def _settings_text(root: Path, config: Optional[Path], settings: Settings) -> str:
+    from torchdet_lint.engine.config import describe_settings
+
+    header = f"# project {root}\n# configuration: {config or '(none: the defaults)'}\n"
+    return header + describe_settings(settings, newest_version())
+
+
+def _to_output_file(args) -> int:
+    """`-o FILE`: what would go to standard output goes to the file (created or replaced)."""
+    import contextlib
+
+    target = args.output_file
+    args.output_file = None
+    try:
+        handle = open(target, "w", encoding="utf-8", newline="")
+    except OSError as error:
+        raise ConfigError(f"--output-file {target}: {error.strerror or error}") from None
+    with handle, contextlib.redirect_stdout(handle):
+        return run_check(args)
+
+
+def _add_noqa(scopes, result, args) -> int:
+    """`--add-noqa`: each line with findings gets a `# noqa: CODE`; exit 0 unless a file was left alone."""
+    from torchdet_lint.engine.add_noqa import add_noqa
+    from torchdet_lint.engine.fixer import write_atomically
+
+    paths = {file.display: file.path for scope in scopes for file in scope.named_files}
+    report = add_noqa(result.files, result.diagnostics, lambda display, data: write_atomically(paths[display], data))
+    for message in report.errors:
+        print(f"torchdet-lint: error: {message}", file=sys.stderr)
+    if not args.quiet:
+        print(f"Added {report.added} noqa directive{'s' if report.added != 1 else ''}.", file=sys.stderr)
+    return EXIT_ERROR if report.errors else EXIT_OK
+
+
+def _watch(args) -> int:
+    """`--watch`: lint, then lint again each time a file of the linted projects (or their
+    configuration) changes, until interrupted. A configuration error is shown and waited out."""
+    import time
+
+    from torchdet_lint.engine.watch import snapshot, wait_for_change
+
+    args.watch = False
+
+    def files():
+        try:
+            scopes, _ = _workspace(args).scopes(args.paths or ["."], force_exclude=args.force_exclude)
+        except ConfigError:
+            scopes = []
+        watched = [file.path for scope in scopes for file in scope.files]
+        watched += [scope.config for scope in scopes if scope.config is not None]
+        return snapshot(watched)
+
+    print("Starting linter in watch mode...", file=sys.stderr, flush=True)
+    state = files()
+    while True:
+        try:
+            run_check(args)
+        except (ConfigError, UsageError) as error:
+            print(f"torchdet-lint: error: {error}", file=sys.stderr)
+        sys.stdout.flush()
+        print(f"[{time.strftime('%H:%M:%S')}] Watching for file changes.", file=sys.stderr, flush=True)
+        state, changed = wait_for_change(files, state)
+        shown = ", ".join(display_path(path) for path in changed[:5]) + (", ..." if len(changed) > 5 else "")
+        print(f"File change detected: {shown}", file=sys.stderr, flush=True)
 
 
 def _would_fix(count: int, args) -> None:
@@ -311,7 +501,7 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
     output = OutputContext(sources={display: source}, color=use_color(args.color), unsafe_fixes=unsafe)
     output_format = args.output_format or "full"
     sys.stdout.write(formatter(output_format)(diagnostics, output))
-    if output_format in ("full", "concise") and not args.quiet:
+    if output_format in TEXT_FORMATS and not args.quiet:
         sys.stdout.write(_summary_line(diagnostics, 0, unsafe, args))
     if diagnostics:
         return EXIT_OK if args.exit_zero else EXIT_FOUND
@@ -319,20 +509,60 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
 
 
 def run_rule(argv: Sequence[str]) -> int:
+    """`torchdet-lint rule CODE|NAME` or `rule --all`: rule documentation, as Ruff's `ruff rule`."""
     from torchdet_lint.checks import all_rules
     from torchdet_lint.docs import rule_markdown, rule_metadata
 
-    parser = _Parser(prog="torchdet-lint rule", description="Show a rule's documentation.")
-    parser.add_argument("code")
+    parser = _Parser(prog="torchdet-lint rule", description="Show a rule's documentation, by code (TDL101) or name.")
+    parser.add_argument("rule", nargs="?", metavar="CODE|NAME")
+    parser.add_argument("--all", action="store_true", help="every rule's documentation")
     parser.add_argument("--output-format", choices=("text", "json", "full", "concise"), default="text")
     args = parser.parse_args(argv)
-    rule = all_rules().get(args.code.upper())
-    if rule is None:
-        raise UsageError(f"unknown rule code `{args.code}` (see `torchdet-lint rules`)")
-    if args.output_format == "json":
-        print(json.dumps(rule_metadata(rule), indent=2))
+    if args.all == (args.rule is not None):
+        raise UsageError("give a rule code or name, or --all")
+    rules = all_rules()
+    if args.all:
+        chosen = list(rules.values())
     else:
-        sys.stdout.write(rule_markdown(rule))
+        by_name = {rule.name: rule for rule in rules.values()}
+        rule = rules.get(args.rule.upper()) or by_name.get(args.rule.lower())
+        if rule is None:
+            raise UsageError(f"unknown rule `{args.rule}` (see `torchdet-lint rules`)")
+        chosen = [rule]
+    if args.output_format == "json":
+        data = [rule_metadata(rule) for rule in chosen]
+        print(json.dumps(data if args.all else data[0], indent=2))
+    else:
+        sys.stdout.write("\n".join(rule_markdown(rule) for rule in chosen))
+    return EXIT_OK
+
+
+def run_clean(argv: Sequence[str]) -> int:
+    """`torchdet-lint clean [PATH ...]`: remove the result caches, as `ruff clean`."""
+    from torchdet_lint.engine.clean import clean
+
+    parser = _Parser(prog="torchdet-lint clean", description=SUBCOMMANDS["clean"] + " (default: .) and above them.")
+    parser.add_argument("paths", nargs="*", metavar="PATH")
+    parser.add_argument("--quiet", "-q", action="store_true", help="say nothing")
+    args = parser.parse_args(argv)
+    roots = [Path(path) for path in args.paths or ["."]]
+    for root in roots:
+        if not root.is_dir():
+            raise UsageError(f"{root}: not a directory")
+    for directory in clean(roots):
+        if not args.quiet:
+            print(f"Removing cache at: {display_path(directory)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def run_version(argv: Sequence[str]) -> int:
+    parser = _Parser(prog="torchdet-lint version", description=SUBCOMMANDS["version"])
+    parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    args = parser.parse_args(argv)
+    if args.output_format == "json":
+        print(json.dumps({"version": __version__}))
+    else:
+        print(f"torchdet-lint {__version__}")
     return EXIT_OK
 
 
@@ -363,7 +593,7 @@ def run_report(argv: Sequence[str]) -> int:
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
     parser.add_argument("--output-format", choices=REPORT_FORMATS, default="full")
-    parser.add_argument("--config", type=Path, help="pyproject.toml to read instead of searching")
+    _add_config_option(parser)
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
     parser.add_argument("--force-exclude", action="store_true", help="apply excludes to paths named explicitly too")
@@ -377,6 +607,7 @@ def run_report(argv: Sequence[str]) -> int:
     scopes, missing = workspace.scopes(args.paths or ["."], force_exclude=args.force_exclude)
     for path in missing:
         raise ConfigError(f"{path}: no such file or directory")
+    _torch_version_note([scope.settings for scope in scopes], args.quiet)
     # A named entry point's columns rest on the findings of every file it reaches: the report
     # lints the whole project (from the cache, mostly) and shows the named files' rows.
     shown = {file.display for scope in scopes for file in scope.named_files}
@@ -414,15 +645,17 @@ def run_server(argv: Sequence[str]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {
+        "rule": run_rule,
+        "rules": run_rules,
+        "server": run_server,
+        "report": run_report,
+        "clean": run_clean,
+        "version": run_version,
+    }
     try:
-        if argv and argv[0] == "rule":
-            return run_rule(argv[1:])
-        if argv and argv[0] == "rules":
-            return run_rules(argv[1:])
-        if argv and argv[0] == "server":
-            return run_server(argv[1:])
-        if argv and argv[0] == "report":
-            return run_report(argv[1:])
+        if argv and argv[0] in commands:
+            return commands[argv[0]](argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         args = build_parser().parse_args(argv)

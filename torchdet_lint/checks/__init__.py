@@ -14,6 +14,7 @@ from torchdet_lint.checks import (
     compiled,
     dataloader,
     determinism,
+    noqa,
     ops,
     performance,
     seeding,
@@ -21,7 +22,7 @@ from torchdet_lint.checks import (
 )
 from torchdet_lint.core.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
 
-FAMILIES = (switches, compiled, ops, seeding, dataloader, performance, determinism)
+FAMILIES = (switches, compiled, ops, seeding, dataloader, performance, determinism, noqa)
 
 
 def _family_rules(family) -> List[Type[BaseRule]]:

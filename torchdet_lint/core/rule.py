@@ -34,6 +34,10 @@ class RuleRegistryError(Exception):
 
 _CODE_RE = re.compile(r"^TDL\d{3}$")
 DOC_SECTIONS = ("Why is this bad?", "Fix safety", "Known problems", "Options", "References")
+# Where a rule's documentation page lives, relative to the repository's root: one Markdown page
+# per rule, rendered from the rule class by `python -m torchdet_lint.docs` (a test keeps them
+# current). JSON, SARIF and the other outputs give this as the rule's `url`.
+RULE_DOCS_URL = "docs/rules/{code}.md"
 
 
 class BaseRule:
@@ -66,6 +70,11 @@ class BaseRule:
     def is_rule(cls) -> bool:
         """A concrete rule (with a code), not an abstract intermediate class."""
         return bool(cls.__dict__.get("code"))
+
+    @classmethod
+    def url(cls) -> str:
+        """The rule's documentation page (`RULE_DOCS_URL`)."""
+        return RULE_DOCS_URL.format(code=cls.code)
 
     @classmethod
     def is_default(cls) -> bool:

@@ -28,9 +28,11 @@ class Settings:
     entry_points: Tuple[str, ...] = ()
     assume_deterministic_mode: bool = False
     unsafe_fixes: bool = False
+    fixable: Optional[Tuple[str, ...]] = None  # selectors of the rules whose fixes are offered (None: every rule)
+    unfixable: Tuple[str, ...] = ()  # selectors of the rules whose fixes are never offered
     line_length: int = 88  # the project's formatter line length ([tool.ruff], [tool.black]): fixes stay within it
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to it
-    source: Optional[Path] = None  # the pyproject.toml it came from
+    source: Optional[Path] = None  # the configuration file it came from
 
     def fingerprint(self) -> str:
         """A stable text of everything that can change a result (for the cache)."""

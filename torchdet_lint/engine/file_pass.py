@@ -26,7 +26,7 @@ from torchdet_lint.core.names import forget_keyword_dicts
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import SourceText, python_ast
 from torchdet_lint.core.traversal import BatchedWalker
-from torchdet_lint.engine.suppressions import apply_suppressions
+from torchdet_lint.engine.suppressions import apply_suppressions, file_exempt
 from torchdet_lint.model.checkpoints import ResumeCollector
 from torchdet_lint.model.collector import SummaryCollector
 from torchdet_lint.model.scan import empty_summary
@@ -83,7 +83,6 @@ def _relevant_re() -> "re.Pattern[str]":
 # file): past this size a file is generated code in practice, and parsing it
 # could exhaust the machine. torch's largest source file is 1.4 MB.
 MAX_FILE_BYTES = 5_000_000
-_FILE_NOQA_RE = re.compile(r"^[ \t]*#[ \t]*torchdet-lint:[ \t]*noqa[ \t]*$", re.M | re.I)
 
 
 @dataclass
@@ -97,6 +96,9 @@ class FileResult:
     # Read from disk: (size, mtime in ns) taken before the read, and the content digest (summary index).
     stat: Optional[Tuple[int, int]] = None
     digest: Optional[str] = None
+    # The diagnostics a `noqa` directive silenced (for TDL900), once suppressions are applied;
+    # None while they are not (a text linted by `check_text` alone).
+    suppressed: Optional[List[Diagnostic]] = None
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,7 @@ def check_text(
 ) -> FileResult:
     """Lint one decoded source text (without suppressions applied)."""
     result = FileResult(display)
-    if _FILE_NOQA_RE.search(text):
+    if file_exempt(text):
         return result
     if len(text) > MAX_FILE_BYTES:
         size = len(text.encode("utf-8", "surrogatepass")) / 1e6
@@ -325,5 +327,6 @@ def lint_python(
     """Lint a decoded Python source, suppressions applied."""
     result = check_text(source.text, display, options, module_name, is_package)
     result.source = source
-    result.diagnostics = apply_suppressions(result.diagnostics, source.text, options.settings, path)
+    result.suppressed = []
+    result.diagnostics = apply_suppressions(result.diagnostics, source.text, options.settings, path, result.suppressed)
     return result

@@ -580,7 +580,10 @@ def lint_notebook(source: SourceText, path: Path, display: str, options: RunOpti
     result.source = notebook_source(source, notebook)
     if result.summary is not None:
         mark_notebook_summary(result.summary)
-    result.diagnostics = [notebook.place(d) for d in apply_suppressions(result.diagnostics, code, options.settings, path)]
+    result.suppressed = []
+    kept = apply_suppressions(result.diagnostics, code, options.settings, path, result.suppressed)
+    result.diagnostics = [notebook.place(d) for d in kept]
+    result.suppressed = [notebook.place(d) for d in result.suppressed]
     return result
 
 

@@ -29,7 +29,7 @@ from torchdet_lint.core.diagnostics import (
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.engine.discovery import Excluder
 from torchdet_lint.engine.file_pass import FileResult, RunOptions
-from torchdet_lint.engine.suppressions import apply_suppressions
+from torchdet_lint.engine.suppressions import UNUSED_NOQA, apply_suppressions, unused_noqa
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
 
@@ -99,13 +99,15 @@ def project_phase(
     callers collect the file diagnostics after calling this.
     """
     rules = [rule() for rule in project_rule_classes(options.selected)]
-    has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in r.diagnostics)
-    has_reach_findings = any(d.extra.get(SILENCED_BY_REACHED_COVERS) for r in results for d in r.diagnostics)
-    has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in r.diagnostics)
-    has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
-    has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
-    has_backward_only = any(d.extra.get(KEPT_IF_TRAINING) or d.extra.get(KEPT_IF_CUDA) for r in results for d in r.diagnostics)
-    has_reexports = any(d.extra.get(KEPT_IF_REEXPORTED) for r in results for d in r.diagnostics)
+    has_flag_findings = any(d.extra.get(SILENCED_BY_FLAG) for r in results for d in _file_findings(r))
+    has_reach_findings = any(d.extra.get(SILENCED_BY_REACHED_COVERS) for r in results for d in _file_findings(r))
+    has_epoch_findings = any(d.extra.get(SILENCED_BY_SET_EPOCH) for r in results for d in _file_findings(r))
+    has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in _file_findings(r))
+    has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in _file_findings(r))
+    has_backward_only = any(
+        d.extra.get(KEPT_IF_TRAINING) or d.extra.get(KEPT_IF_CUDA) for r in results for d in _file_findings(r)
+    )
+    has_reexports = any(d.extra.get(KEPT_IF_REEXPORTED) for r in results for d in _file_findings(r))
     filters = (
         has_flag_findings,
         has_reach_findings,
@@ -116,59 +118,88 @@ def project_phase(
         has_backward_only,
     )
     if not (rules or any(filters)):
-        return [], None
+        return _unused_noqa(results, files, {}, options), None
     project = build_project(results, files, options, context)
+    # The filters below apply to the findings a `noqa` silenced too: a directive is judged
+    # on what the file would report without it (TDL900).
     if has_backward_only:
         # A condition that needs a backward pass cannot happen in runs that never train, nor a
         # CUDA-only one in runs that never leave the CPU.
-        for result in results:
-            result.diagnostics = [d for d in result.diagnostics if _condition_can_hold(project, d)]
+        _keep(results, lambda d: _condition_can_hold(project, d))
     if has_reexports:
         # TDL101/TDL104: a first-party name read as torch's stands for it only where the project's
         # module re-exports torch's object under that name.
-        for result in results:
-            result.diagnostics = [
-                d
-                for d in result.diagnostics
-                if all(project.external_name(d.path, name) == torch for name, torch in d.extra.get(KEPT_IF_REEXPORTED) or ())
-            ]
+        _keep(
+            results,
+            lambda d: all(project.external_name(d.path, name) == torch for name, torch in d.extra.get(KEPT_IF_REEXPORTED) or ()),
+        )
     if has_flag_findings and project.deterministic_mode_enabled():
-        for result in results:
-            result.diagnostics = [d for d in result.diagnostics if not d.extra.get(SILENCED_BY_FLAG)]
+        _keep(results, lambda d: not d.extra.get(SILENCED_BY_FLAG))
     if has_reach_findings:
-        for result in results:
-            result.diagnostics = [d for d in result.diagnostics if not _silenced_in_reach(project, d)]
+        _keep(results, lambda d: not _silenced_in_reach(project, d))
     if has_epoch_findings:
-        for result in results:
-            result.diagnostics = [d for d in result.diagnostics if not _epoch_set_elsewhere(project, d)]
+        _keep(results, lambda d: not _epoch_set_elsewhere(project, d))
     if has_late_builds:
-        for result in results:
-            result.diagnostics = [kept for kept in (_late_build(project, d) for d in result.diagnostics) if kept is not None]
+        _keep(results, lambda d: _late_build(project, d) is not None)
     if has_handed_rngs:
         # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
         # constructor that seeds it itself, the object is seeded.
-        for result in results:
-            result.diagnostics = [
-                d
-                for d in result.diagnostics
-                if not any(
-                    project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ()
-                )
-            ]
+        _keep(
+            results,
+            lambda d: (
+                not any(project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ())
+            ),
+        )
     by_path: Dict[str, List[Diagnostic]] = {}
     for rule in rules:
         for diagnostic in rule.check(project):
             if project.is_reported(diagnostic.path):
                 by_path.setdefault(diagnostic.path, []).append(diagnostic)
     kept: List[Diagnostic] = []
+    suppressed: Dict[str, List[Diagnostic]] = {}
     for path, diagnostics in by_path.items():
         source = project.sources.get(path)
         text = source.text if source is not None else ""
+        where = project.paths.get(path, Path(path))
         notebook = getattr(source, "notebook", None)
-        for diagnostic in apply_suppressions(diagnostics, text, options.settings, project.paths.get(path, Path(path))):
+        for diagnostic in apply_suppressions(diagnostics, text, options.settings, where, suppressed.setdefault(path, [])):
             # A notebook's findings in cells, as the file pass places its own (idempotent).
             kept.append(notebook.place(diagnostic) if notebook is not None else diagnostic)
-    return kept, project
+    return kept + _unused_noqa(results, files, suppressed, options), project
+
+
+def _file_findings(result: FileResult) -> List[Diagnostic]:
+    return result.diagnostics + (result.suppressed or [])
+
+
+def _keep(results: Sequence[FileResult], keep) -> None:
+    """Filter the file findings of `results` in place, the reported and the suppressed alike."""
+    for result in results:
+        result.diagnostics = [d for d in result.diagnostics if keep(d)]
+        if result.suppressed:
+            result.suppressed = [d for d in result.suppressed if keep(d)]
+
+
+def _unused_noqa(
+    results: Sequence[FileResult], files: Sequence, project_suppressed: Dict[str, List[Diagnostic]], options: RunOptions
+) -> List[Diagnostic]:
+    """TDL900 for each reported file, from the findings its directives silenced that are still
+    in its final result. A result whose suppressions were not applied yet (`suppressed` is None)
+    is not judged."""
+    if UNUSED_NOQA not in options.selected:
+        return []
+    found: List[Diagnostic] = []
+    paths = {file.display: file.path for file in files}
+    for result in results:
+        if result.suppressed is None or result.source is None:
+            continue
+        notebook = getattr(result.source, "notebook", None)
+        text = notebook.code if notebook is not None else result.source.text
+        silenced = result.suppressed + project_suppressed.get(result.path, [])
+        path = paths.get(result.path, Path(result.path))
+        for diagnostic in unused_noqa(text, silenced, options.settings, path, result.path, options.selected):
+            found.append(notebook.place(diagnostic) if notebook is not None else diagnostic)
+    return found
 
 
 def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic]:

@@ -1,10 +1,10 @@
 """Projects: which project each linted path belongs to, the configuration in
 force for it, and every file of that project, named or not.
 
-A file's configuration is the nearest `pyproject.toml` above it with a
-`[tool.torchdet-lint]` table (`--config` overrides it for all files), as in
-Ruff. Its project root is the directory of that configuration (not of one
-named by `--config`), else the
+A file's configuration is the nearest `.torchdet-lint.toml`, `torchdet-lint.toml`
+or `pyproject.toml` with a `[tool.torchdet-lint]` table above it (`--config`
+overrides it for all files), as in Ruff. Its project root is the directory of
+that configuration (not of one named by `--config`), else the
 nearest ancestor holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`,
 else the named file's own directory, or the named directory itself (RULES.md,
 "Decisions from real repositories": the working directory is no fallback).
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.core.settings import Settings
-from torchdet_lint.engine.config import ConfigError, formatter_line_length, has_table, load_config_file, validate_selectors
+from torchdet_lint.engine.config import ConfigError, config_in, formatter_line_length, load_config_file, validate_selectors
 from torchdet_lint.engine.discovery import SOURCE_SUFFIXES, Excluder, SourceFile, display_path
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -58,7 +58,7 @@ class ProjectScope:
 
 def validated(settings: Settings) -> Settings:
     """The settings once their rule selectors are known to exist; a bad one names the key and the file."""
-    for key in ("select", "ignore", "extend_select"):
+    for key in ("select", "ignore", "extend_select", "fixable", "unfixable"):
         value = getattr(settings, key)
         if value:
             validate_selectors(value, f"{settings.source}: `{key.replace('_', '-')}`")
@@ -100,9 +100,8 @@ class Workspace:
                 found = self._nearest_config[current]
                 break
             chain.append(current)
-            candidate = current / PYPROJECT
-            if candidate.is_file() and has_table(candidate):
-                found = candidate
+            found = config_in(current)
+            if found is not None:
                 break
             current = current.parent if current.parent != current else None
         for directory_seen in chain:
@@ -117,7 +116,7 @@ class Workspace:
             else:
                 if not config.is_file():
                     raise ConfigError(f"{config}: config file not found")
-                settings = validated(load_config_file(config))
+                settings = validated(load_config_file(config, explicit=config == self.config_override))
             # The project's formatter sets the line length of fixes (the config found by the search
             # lives at the root; one named by --config may live anywhere, even outside the project).
             settings = replace(settings, line_length=formatter_line_length(root))
@@ -175,7 +174,7 @@ class Workspace:
         """Whether `directory` (inside the scope's tree) is the root of another project."""
         if self.config_override is not None:
             return False
-        if PYPROJECT in names and has_table(directory / PYPROJECT):
+        if config_in(directory, set(names).__contains__) is not None:
             return True
         return scope.config is None and _holds_marker(directory, set(names).__contains__)
 

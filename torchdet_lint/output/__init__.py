@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
-FORMATS = ("full", "concise", "json", "sarif", "github")
+# Format name -> the module under `torchdet_lint.output` that renders it.
+_MODULES = {
+    "full": "full",
+    "concise": "concise",
+    "grouped": "grouped",
+    "json": "json",
+    "json-lines": "json_lines",
+    "sarif": "sarif",
+    "github": "github",
+    "gitlab": "gitlab",
+    "pylint": "pylint",
+    "junit": "junit",
+}
+FORMATS = tuple(_MODULES)
+# The formats meant for a person: the run's summary line follows them.
+TEXT_FORMATS = ("full", "concise", "grouped")
 
 
 def formatter(name: str) -> Callable[..., str]:
     """The `render(diagnostics, context)` function of a format."""
-    if name == "full":
-        from torchdet_lint.output.full import render
-    elif name == "concise":
-        from torchdet_lint.output.concise import render
-    elif name == "json":
-        from torchdet_lint.output.json import render
-    elif name == "sarif":
-        from torchdet_lint.output.sarif import render
-    elif name == "github":
-        from torchdet_lint.output.github import render
-    else:  # pragma: no cover - the CLI validates the name
+    if name not in _MODULES:  # pragma: no cover - the CLI validates the name
         raise ValueError(name)
-    return render
+    return importlib.import_module(f"torchdet_lint.output.{_MODULES[name]}").render

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from torchdet_lint.checks import get_rule
+
 
 def diagnostic_to_dict(d, context) -> dict:
     element = {
@@ -16,10 +18,17 @@ def diagnostic_to_dict(d, context) -> dict:
         "name": d.name,
         "message": d.message,
         "fix": fix_to_dict(d, context),
+        "url": rule_url(d.code),
     }
     if d.cell is not None:
         element["cell"] = d.cell
     return element
+
+
+def rule_url(code: str):
+    """The rule's documentation page (None for TDL000, which is no rule)."""
+    rule = get_rule(code)
+    return rule.url() if rule is not None else None
 
 
 def fix_to_dict(d, context):

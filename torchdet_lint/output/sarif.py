@@ -19,6 +19,7 @@ def _rule_descriptor(rule) -> dict:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.doc_section("Why is this bad?") or rule.summary},
         "help": {"text": rule.documentation(), "markdown": rule.documentation()},
+        "helpUri": rule.url(),
         "defaultConfiguration": {"level": "error" if rule.is_default() else "warning"},
         "properties": {
             "profiles": sorted(rule.profiles),

@@ -12,7 +12,9 @@ const path = require("path");
 const { MINIMUM_VERSION, isAtLeast, parseVersion } = require("./version");
 
 const EXECUTABLE = "torchdet-lint";
-const INSTALL_HINT = "pip install 'torchdet-lint[server]'";
+const INSTALL_HINT =
+  "pip install '.[server]' in a clone of torchdet-lint, or " +
+  "pip install \"torchdet-lint[server] @ git+URL\" with URL the address of the torchdet-lint repository";
 const PROBE_TIMEOUT_MS = 20000;
 
 /** `${workspaceFolder}`, `${userHome}` and a leading `~` expanded; a relative path taken from the workspace folder. */

@@ -101,7 +101,7 @@ describe("activating the extension", posixOnly, () => {
       assert.equal(editor.clients.length, 0);
       assert.equal(editor.errors.length, 1);
       assert.match(editor.errors[0], /torchdet-lint was not found/);
-      assert.match(editor.errors[0], /pip install 'torchdet-lint\[server\]'/);
+      assert.match(editor.errors[0], /pip install '\.\[server\]'/);
     } finally {
       process.env.PATH = saved;
     }

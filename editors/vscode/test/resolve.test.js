@@ -108,7 +108,7 @@ describe("finding torchdet-lint", posixOnly, () => {
     const result = await find({ settings: settings(), selectedInterpreter: python, env: { PATH: "/nowhere" } });
     assert.equal(result.ok, false);
     assert.equal(result.reason, "not-found");
-    assert.match(result.message, /pip install 'torchdet-lint\[server\]'/);
+    assert.match(result.message, /pip install '\.\[server\]'/);
     assert.match(result.message, /venv7\/bin\/python -m torchdet_lint/); // what was tried
   });
 

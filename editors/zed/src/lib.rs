@@ -24,8 +24,9 @@ impl zed::Extension for TorchdetLint {
             .and_then(|binary| binary.path.clone())
             .or_else(|| worktree.which("torchdet-lint"))
             .ok_or_else(|| {
-                "torchdet-lint is not on PATH: pip install 'torchdet-lint[server]' in the project's \
-                 environment, or set lsp.torchdet-lint.binary.path"
+                "torchdet-lint is not on PATH: in the project's environment, pip install '.[server]' in a clone \
+                 of torchdet-lint (or pip install \"torchdet-lint[server] @ git+URL\" with URL its repository's \
+                 address), or set lsp.torchdet-lint.binary.path"
                     .to_string()
             })?;
         let args = binary
