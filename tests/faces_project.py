@@ -50,7 +50,7 @@ torch.backends.cudnn.benchmark = True
 noise = np.random.rand(2)
 loader = DataLoader(Noisy(), batch_size=2, shuffle=True, num_workers=2)
 for batch in loader:
-    print(batch, noise)
+    print(batch, noise)  # noqa: TDL101
 """
 
 # (language, text) of each cell; "markdown" is a markup cell.

@@ -48,9 +48,7 @@ class UnusedNoqa(BaseRule):
     ## Known problems
     A `noqa` inside a string literal is not a comment and is not read (only
     comments are). A directive is judged in the run that reports the file: a
-    file linted with `--select TDL1` does not judge its `# noqa: TDL301`. The
-    language server does not report it yet (it applies the suppressions of a
-    buffer itself); the command line, pre-commit and flake8 do.
+    file linted with `--select TDL1` does not judge its `# noqa: TDL301`.
 
     ## Options
     Deselect it like any rule (`ignore = ["TDL900"]`), or keep a directive with
