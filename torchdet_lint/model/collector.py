@@ -35,6 +35,7 @@ from torchdet_lint.model.facts import (
     DATA_LOADING,
     DEVICE_CALLS,
     DEVICE_KEYWORDS,
+    DISTRIBUTION_SAMPLES,
     GRADIENT_SCALERS,
     LAMBDA_CALLERS,
     LIGHTNING_CLI,
@@ -855,6 +856,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             and not generator_given(self.context, node)
         ):
             kind = "torch"
+        if kind is None and attribute in DISTRIBUTION_SAMPLES and qualified is None and self._distribution(func.value):
+            kind = "torch"  # `Categorical(logits=x).sample()`: a torch.distributions draw
         if kind is not None:
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             drawn = site(text)
@@ -1103,6 +1106,16 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for element in node.elements:
             if type(element) is cst.DictElement and literal(element.key) in NAMED_KEYS:
                 self._named_literal(literal(element.value))
+
+    def _distribution(self, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+        """A `torch.distributions` object: built here, or bound to a name in this function."""
+        if type(receiver) is cst.Call:
+            return (self.context.call_name(receiver) or "").startswith("torch.distributions.")
+        if type(receiver) is not cst.Name or depth > 2:
+            return False
+        return any(
+            value is not None and self._distribution(value, depth + 1) for value in self.context.scopes.values(receiver.value)
+        )
 
     def _training(
         self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], function: FunctionSummary, site

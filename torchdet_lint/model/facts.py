@@ -212,6 +212,8 @@ TRAINER_METHODS = frozenset({"fit", "validate", "test", "predict"})
 # Lightning's `Trainer.fit`, the Transformers `Trainer.train` and the TRL trainers built on it).
 TRAINING_CALLS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+# Methods of `torch.distributions` objects that draw from torch's generator (a policy's action).
+DISTRIBUTION_SAMPLES = frozenset({"sample", "rsample", "sample_n"})
 # What shows a run trains although its backward sits where the analysis cannot follow (a loss
 # scaler object handed to the loop, the loop of a trainer built from configuration): zeroing
 # gradients, putting a model in training mode (`model.train()`, also `trainer.train()`),

@@ -957,23 +957,37 @@ class Project:
         return bool(reach.trains) or bool(reach.unresolved)
 
     def unreached_supplier(self, entry: EntryPoint, kind: str) -> Optional[Located]:
-        """Open world: for an incomplete entry point, a first-party function of the project that
-        would supply the missing fact (seeds that generator, enables the flag) and that no resolved
-        path of the entry point reaches; it may well run behind the site the analysis could not
-        follow. Test files do not count (their helpers serve the tests)."""
+        """Open world: for an incomplete entry point, a first-party seeding or determinism helper
+        of the project (its name says `seed` or `determinis`, or config `seed-functions` lists it)
+        that would supply the missing fact and that no run of the project reaches: such a helper
+        is there to be called, and what calls it may well sit behind the site the analysis could
+        not follow (a trainer built from configuration). Helpers of the tests and of other
+        programs (entry-point scripts, functions some run reaches) do not count."""
         if not self.incomplete(entry):
             return None
         if self._suppliers is None:
             self._suppliers = {}
             scripts = {other.path for other in self.entry_points}
+            configured = {name.rsplit(".", 1)[-1] for name in config_helpers(self.settings)}
+            candidates = []
             for display, summary in sorted(self.summaries.items()):
                 if _is_test_file(display) or display in scripts:
                     continue  # a test's helper, or another program's own code
                 for key, function in summary.functions.items():
-                    if key in (MODULE_KEY, MAIN_KEY, LAMBDA_KEY) or "<locals>" in key:
+                    name = key.rsplit(".", 1)[-1].lower()
+                    if key in (MODULE_KEY, MAIN_KEY, LAMBDA_KEY) or "<locals>" in key or not function.covers:
                         continue
+                    if "seed" in name or "determinis" in name or key.rsplit(".", 1)[-1] in configured:
+                        candidates.append(((display, key), function))
+            if candidates:
+                runs = [start for run in self.runs for start in self.entry_starts(run)]
+                everywhere = _closure(runs, self.edges)
+                for node, function in candidates:
+                    if node in everywhere:
+                        continue  # part of a program the analysis follows: not what hides behind the site
                     for covered, site in function.covers.items():
-                        self._suppliers.setdefault(covered, []).append(((display, key), Located(display, site)))
+                        if not site.condition:
+                            self._suppliers.setdefault(covered, []).append((node, Located(node[0], site)))
         reached = self.reached_nodes(entry)
         for node, located in self._suppliers.get(kind, ()):
             if node not in reached:
