@@ -366,7 +366,7 @@ def test_show_fixes_and_exit_non_zero_on_fix(tmp_path: Path) -> None:
 
 
 def test_unsafe_fixes_from_config(tmp_path: Path) -> None:
-    source = 'import torch\n\nif __name__ == "__main__":\n    torch.randn(3).cuda()\n'
+    source = 'import torch\n\nif __name__ == "__main__":\n    torch.randn(3, requires_grad=True).cuda().sum().backward()\n'
     (tmp_path / "train.py").write_text(source)
     code, out, _ = run_cli("--fix", "--no-cache", "--select", "TDL302", "train.py", cwd=tmp_path)
     if "TDL302" not in out:  # the project rule is not there yet: nothing to compare
