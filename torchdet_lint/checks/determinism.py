@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterable, List
 
 from torchdet_lint.checks.insertions import Insertion
-from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_message
+from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_guard, spawned_message
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.project import Located, Project, Reach
@@ -203,7 +203,12 @@ class DeterministicModeNotEnabled(ProjectRule):
             if insertion.valid and not raising:
                 torch = insertion.module("torch")
                 if torch is not None:
-                    fix = insertion.fix(f"Enable deterministic mode {where}", [f"{torch}.use_deterministic_algorithms(True)"])
+                    lines = [f"{torch}.use_deterministic_algorithms(True)"]
+                    guard = spawned_guard(project, entry, insertion, "deterministic")
+                    if guard:
+                        lines = [f"if {guard}:", (insertion.indent or "    ") + lines[0]]
+                        where += f", under `if {guard}:` as its seeding"
+                    fix = insertion.fix(f"Enable deterministic mode {where}", lines)
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
 
 

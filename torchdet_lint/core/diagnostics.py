@@ -37,6 +37,10 @@ KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
 # Diagnostic.extra key (TDL201-203): the operation's condition needs a CUDA device, so the finding
 # stands only where a reaching run may use one (or no run reaches it).
 KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
+# Diagnostic.extra key (TDL101, TDL104): the fix seeds a generator from `torch.initial_seed()`, so it
+# is only as reproducible as the torch seed; where a spawned run that reaches it never seeds torch
+# (TDL001 there), the project phase makes the fix unsafe (it would look fixed and still vary).
+TIED_TO_TORCH_SEED = "fix_tied_to_the_torch_seed"
 DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 

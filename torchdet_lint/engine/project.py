@@ -23,7 +23,10 @@ from torchdet_lint.core.diagnostics import (
     SILENCED_BY_REACHED_COVERS,
     SILENCED_BY_SEEDING_CONSTRUCTOR,
     SILENCED_BY_SET_EPOCH,
+    TIED_TO_TORCH_SEED,
+    Applicability,
     Diagnostic,
+    Fix,
 )
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.engine.discovery import Excluder
@@ -105,6 +108,7 @@ def project_phase(
     has_handed_rngs = any(d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) for r in results for d in r.diagnostics)
     has_late_builds = any(d.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) for r in results for d in r.diagnostics)
     has_backward_only = any(d.extra.get(KEPT_IF_TRAINING) or d.extra.get(KEPT_IF_CUDA) for r in results for d in r.diagnostics)
+    has_tied_fixes = any(d.extra.get(TIED_TO_TORCH_SEED) and d.fix is not None for r in results for d in r.diagnostics)
     if not (
         rules
         or has_flag_findings
@@ -113,6 +117,7 @@ def project_phase(
         or has_handed_rngs
         or has_late_builds
         or has_backward_only
+        or has_tied_fixes
     ):
         return [], None
     project = build_project(results, files, options, context)
@@ -133,6 +138,10 @@ def project_phase(
     if has_late_builds:
         for result in results:
             result.diagnostics = [kept for kept in (_late_build(project, d) for d in result.diagnostics) if kept is not None]
+    if has_tied_fixes:
+        for result in results:
+            for diagnostic in result.diagnostics:
+                _untie_from_unseeded_torch(project, diagnostic)
     if has_handed_rngs:
         # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
         # constructor that seeds it itself, the object is seeded.
@@ -169,6 +178,28 @@ def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic
             diagnostic.message = diagnostic.message.replace(DRAW_PLACEHOLDER, f"`{spelling}(...)` ({where})")
             return diagnostic
     return None
+
+
+def _untie_from_unseeded_torch(project: Project, diagnostic: Diagnostic) -> None:
+    """TDL101/TDL104: `torch.Generator().manual_seed(torch.initial_seed())` in a function that runs in
+    a new process which never seeds torch (TDL001 there) is seeded by the operating system, once per
+    process and run: the fix would look done and still vary, so it needs the seed first (unsafe)."""
+    if not diagnostic.extra.get(TIED_TO_TORCH_SEED) or diagnostic.fix is None:
+        return
+    node = project.node_at(diagnostic.path, _analysed_line(project, diagnostic))
+    for entry in project.runs:
+        if entry.spawn is None or "torch" in project.entry_reach(entry).covers or node not in project.reached_nodes(entry):
+            continue
+        diagnostic.fix = Fix(
+            f"{diagnostic.fix.title} (unsafe here: `{entry.spawn.function}` never seeds torch)",
+            Applicability.UNSAFE,
+            diagnostic.fix.edits,
+        )
+        diagnostic.message += (
+            f"; `{entry.spawn.function}`, started by `{entry.spawn.launcher}(...)` at {entry.path}:{entry.line}, never "
+            "seeds torch, so a generator seeded from `torch.initial_seed()` still differs on every run until it does (TDL001)"
+        )
+        return
 
 
 def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:

@@ -57,6 +57,8 @@ class Spawn:
     end_offset: int = 0
     # First-party functions handed to the started function as arguments: it may call them.
     passed: List[str] = field(default_factory=list)
+    # The launcher passes the process's index as the function's first argument (`mp.spawn`): the rank.
+    indexed: bool = False
 
 
 @dataclass
@@ -67,6 +69,7 @@ class FunctionTop:
     line: int
     indent: str
     names: List[str]  # its parameters and the module's names: what an inserted line may use
+    positional: List[str] = field(default_factory=list)  # its positional parameters, in order
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.checks.dataloader.common import TIED, generator_fix
 from torchdet_lint.core.names import arg_value, find_arg, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 from torchdet_lint.model.facts import (
@@ -87,6 +87,7 @@ class DataLoaderWithoutGenerator(Rule):
                 "this shuffling DataLoader has no `generator=`: its order comes "
                 "from the global torch RNG and changes with every other use of it",
                 generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+                TIED,
             )
         else:
             sampler = arg_value(node, "sampler", loader_position(loader, 3))
@@ -94,4 +95,5 @@ class DataLoaderWithoutGenerator(Rule):
                 node,
                 "the random sampler of this DataLoader has no `generator=`: its order comes from the global torch RNG",
                 generator_fix(self, sampler, "Give the sampler `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+                TIED,
             )

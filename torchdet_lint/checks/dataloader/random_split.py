@@ -6,7 +6,7 @@ from typing import Set
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.checks.dataloader.common import TIED, generator_fix
 from torchdet_lint.core.names import arg_value, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 from torchdet_lint.model.facts import (
@@ -84,4 +84,5 @@ class UnseededRandomSplit(Rule):
             node,
             f"`{what}` without `generator=` draws from the global torch RNG: the result changes with every other use of it",
             generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
+            TIED,
         )

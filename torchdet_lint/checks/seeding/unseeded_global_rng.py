@@ -21,7 +21,12 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
     if not insertion.valid or not needed:
         return None
     seed, guard = _seed_expression(project, entry, insertion, needed)
-    helper = _helper_call(project, entry, insertion, needed, seed)
+    rank = insertion.rank
+    if rank is not None:
+        # Every rank draws its own augmentations and noise; DDP broadcasts rank 0's parameters,
+        # and an order the ranks share comes from a generator of the shared seed (TDL011).
+        seed = f"{_operand(seed)} + {rank}"
+    helper = _helper_call(project, entry, insertion, needed, seed, per_rank=rank is not None)
     if helper is not None:
         return helper
     lines = []
@@ -42,7 +47,35 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
         if entry.spawn is None
         else f"at the start of `{entry.spawn.function}`, in the new process"
     )
+    if rank is not None:
+        where += f", from the shared seed plus the rank (`{seed}`)"
     return insertion.fix(f"Seed {_join([RNG_WORDS[k] for k in needed])} {where}", lines)
+
+
+def _operand(expression: str) -> str:
+    """`expression` as the left operand of `+`: in parentheses unless it binds tighter."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return f"({expression})"
+    looser = (ast.BitOr, ast.BitAnd, ast.BitXor, ast.LShift, ast.RShift)
+    if isinstance(tree, (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)) or (
+        isinstance(tree, ast.BinOp) and not isinstance(tree.op, looser)
+    ):
+        return expression
+    return f"({expression})"
+
+
+def spawned_guard(project: Project, entry: EntryPoint, insertion: Insertion, kind: str) -> str:
+    """The test a line inserted at the top of a spawned function sits under: the parent's own guard
+    of its seeding (`if args.seed is not None:`) when the names it uses are bound there. The flag
+    (`kind` "deterministic") follows the parent's flag when the parent sets one (unguarded), else
+    the seeding: a run started without a seed asked for neither."""
+    if entry.spawn is None or insertion.names is None:
+        return ""
+    if kind == "deterministic" and project.parent_only(entry, "deterministic") is not None:
+        return ""
+    return _seed_expression(project, entry, insertion, list(RNG_KINDS))[1]
 
 
 def _seed_expression(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str]) -> Tuple[str, str]:
@@ -72,8 +105,11 @@ def _free_names(expression: str) -> Set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
-def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: str) -> Optional[Fix]:
-    """Call an existing first-party seeding helper that covers the RNGs, when there is one."""
+def _helper_call(
+    project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: str, per_rank: bool = False
+) -> Optional[Fix]:
+    """Call an existing first-party seeding helper that covers the RNGs, when there is one (one that
+    takes the seed, when each rank needs its own)."""
     candidates = []
     scripts = {other.path for other in project.entry_points if other.path != entry.path}
     for (display, name), reach in project.seeding_helpers():
@@ -89,6 +125,8 @@ def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, need
         candidates.append((rank, display, name, required, has_seed))
     for _, display, name, required, has_seed in sorted(candidates):
         arguments = f"({seed})" if required == 1 else (f"(seed={seed})" if has_seed else "()")
+        if per_rank and arguments == "()":
+            continue  # it seeds every rank alike
         if display == entry.path:
             if not insertion.at_main:
                 continue  # after the imports, the helper is not defined yet
