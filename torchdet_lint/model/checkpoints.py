@@ -724,6 +724,11 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         walker = BatchedWalker([calls])
         for _, value in pairs + items:
             walker.walk(value)
+            if type(value) is cst.Name:
+                # `"rng_state": rng_state` of `rng_state = rng_state_dict()`, gathered before a main-process test.
+                bound = self.context.scopes.value(value.value)
+                if type(bound) is cst.Call:
+                    walker.walk(bound)
         for call in calls.calls:
             if self.context.call_name(call) in CAPTURES:
                 continue
