@@ -188,6 +188,9 @@ class OptimizerLoad:
     key: str
     line: int
     receiver: str  # as written: `optimizer`, `self.optim`
+    # Where the `load_state_dict(...)` call is: (column, end line, end column, start offset, end offset),
+    # columns 1-based (TDL010 reports there).
+    span: Tuple[int, int, int, int, int] = (1, 0, 1, 0, 0)
     checkpoint: Optional[str] = None  # the name bound from `torch.load(...)` whose item is loaded
     restore_offset: Optional[int] = None  # start of the line after the load statement
     indent: str = ""
@@ -830,6 +833,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         for load, node in self._loads:
             line, column, end_line, end_column = context.node_range(node)
             load.line = line
+            load.span = (column + 1, end_line, end_column + 1, *context.node_offsets(node))
             if load.parameter is not None:
                 continue
             text = context.lines.line_text(line)
