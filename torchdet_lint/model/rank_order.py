@@ -18,7 +18,8 @@ from torchdet_lint.model.ranks import DISTRIBUTED_SETUP, RANK_NAMES, rank_variab
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
 
-HELPER = "rank_zero_value"  # the fix's helper: a value as rank 0 has it, on every rank
+HELPER = "rank_zero_value"
+DISTRIBUTED = ":distributed"  # suffix of `torch_name` when it names `torch.distributed` itself  # the fix's helper: a value as rank 0 has it, on every rank
 # A file none of these words appear in holds no distributed set-up, no sampler and no seed drawn.
 WORDS = ("distributed", "Sampler", "sampler", "seed", "RANK", "Accelerator", "random_split")
 # Draws of a seed per process, by qualified name: the global RNGs, the clock, the OS.
@@ -122,7 +123,7 @@ class RankOrderFacts:
     helper_offset: int = 0
     helper_blank_after: int = 0
     helper_at_end: bool = False
-    torch_name: Optional[str] = None
+    torch_name: Optional[str] = None  # the module's name for `torch.distributed` (`dist`), else for `torch`
     import_edit: Optional[Tuple[int, str]] = None
 
 
@@ -322,7 +323,10 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
         facts.helper_offset = offset
         facts.helper_blank_after = following[: len(following) - len(following.lstrip("\r\n"))].count("\n")
         facts.helper_at_end = not following.strip()
-        if final.get("torch") == "torch":
+        named = sorted(name for name, bound in final.items() if bound == "torch.distributed")
+        if named:
+            facts.torch_name = ("dist" if "dist" in named else named[0]) + DISTRIBUTED
+        elif final.get("torch") == "torch":
             facts.torch_name = "torch"
         else:
             facts.torch_name = next((name for name, bound in sorted(final.items()) if bound == "torch"), None)

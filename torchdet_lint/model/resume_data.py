@@ -172,7 +172,7 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
                 return dotted, False
             if kind is cst.Name:
                 bound = self.context.scopes.value(node.value)
-                if bound is not None and type(bound) in (cst.Call, cst.IfExp):
+                if bound is not None and type(bound) in (cst.Call, cst.IfExp, cst.Name, cst.Attribute) and bound is not node:
                     loader, skips = self._loader(bound, depth + 1)
                     return (dotted if loader is not None else None), skips
         return None, False
@@ -195,7 +195,7 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
         elif name in STATE_SAVES and type(func) is cst.Attribute and _accelerator(func.value):
             self._place(self.facts.state_saves, node, f"`{_code(self.context, func)}(...)`")
             for enclosing in self._enclosing():
-                enclosing.saves.append((node, "the model, optimizer and RNG states (no loader position)"))
+                enclosing.saves.append((node, "the model, optimizer and RNG states"))
                 self._test(enclosing, node)
         elif self.context.call_name(node) == "torch.save":
             for enclosing in self._enclosing():

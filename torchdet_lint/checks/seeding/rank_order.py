@@ -11,7 +11,7 @@ from torchdet_lint.checks.insertions import RANK_PARAMETERS, merge_edits, spawne
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.project import EntryPoint, Located, Node, Project
-from torchdet_lint.model.rank_order import HELPER, OrderDraw, RankOrderFacts, SeedUse
+from torchdet_lint.model.rank_order import DISTRIBUTED, HELPER, OrderDraw, RankOrderFacts, SeedUse
 from torchdet_lint.model.ranks import DISTRIBUTED_SETUP, RANK_NAMES
 from torchdet_lint.model.summary import Site
 
@@ -20,13 +20,15 @@ SOURCES = {"random": "Python's `random`", "numpy": "NumPy's global RNG", "torch"
 
 
 def helper_source(torch: str) -> str:
+    """The helper, with the module's name for `torch` (or `name:distributed` for `torch.distributed`)."""
+    distributed = torch[: -len(DISTRIBUTED)] if torch.endswith(DISTRIBUTED) else f"{torch}.distributed"
     return (
         f"def {HELPER}(value):\n"
         '    """`value` as rank 0 has it, on every rank: an order the ranks share."""\n'
-        f"    if not ({torch}.distributed.is_available() and {torch}.distributed.is_initialized()):\n"
+        f"    if not ({distributed}.is_available() and {distributed}.is_initialized()):\n"
         "        return value\n"
         "    shared = [value]\n"
-        f"    {torch}.distributed.broadcast_object_list(shared, src=0)\n"
+        f"    {distributed}.broadcast_object_list(shared, src=0)\n"
         "    return shared[0]\n"
     )
 
@@ -255,7 +257,7 @@ def _per_rank_or_unset(project: Project, entry: EntryPoint, rng: str) -> Optiona
             rank_names.add(rank)
     words = set(re.findall(r"[A-Za-z_]\w*", cover.site.argument or ""))
     if words & rank_names:
-        return f"each rank seeds with its own value (`{cover.site.text}` at {project.where(cover)})"
+        return f"each rank seeds with its own value ({cover.site.text} at {project.where(cover)})"
     return None
 
 

@@ -207,8 +207,8 @@ class ResumeReplaysData(ProjectRule):
         what = f"holds {holds} but no loader position" if holds else "holds no loader position"
         message = (
             f"training resumes here ({place.text}) from a checkpoint saved inside the loop over `{loop.loader}`'s batches "
-            f"({where}; {save.text} at {saved}{under}) that {what}: after the resume the loop starts again at the "
-            "first batch of the epoch, so the batches seen before the checkpoint are trained on twice; restore the "
+            f"({where}; {save.text} at {saved}{under}) that {what}: after the resume the loader starts again at its "
+            "first batch, so the batches seen before the checkpoint are trained on twice; restore the "
             "position (torchdata's `StatefulDataLoader`, its `state_dict()` saved in the checkpoint) or skip the "
             "consumed batches (`itertools.islice`, `accelerator.skip_first_batches`)"
         )
