@@ -338,9 +338,13 @@ def test_resume_rng_state_sees_an_optimizer_loaded_by_a_helper(tmp_path: Path) -
     # saved by hand, and restored where the helper loads it.
     assert "no fix offered" in result["evidence"][0]["message"], result
     main = project / "main_swav.py"
-    main.write_text(main.read_text().replace('"epoch": epoch + 1,', '"epoch": epoch + 1,\n            "rng": torch.get_rng_state(),'))
+    main.write_text(
+        main.read_text().replace('"epoch": epoch + 1,', '"epoch": epoch + 1,\n            "rng": torch.get_rng_state(),')
+    )
     utils = project / "src" / "utils.py"
-    utils.write_text(utils.read_text().replace("    if run_variables", '    torch.set_rng_state(checkpoint["rng"])\n    if run_variables'))
+    utils.write_text(
+        utils.read_text().replace("    if run_variables", '    torch.set_rng_state(checkpoint["rng"])\n    if run_variables')
+    )
     code, report = _report(cwd=project)
     result = report["entry_points"][0]["checks"]["resume-rng-state"]
     assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("src/utils.py", 13), (

@@ -77,6 +77,7 @@ OPTIMIZER_FACTORIES = frozenset(
 OPTIMIZER_PACKAGES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "deepspeed.ops.adam.")
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 SAMPLERS = RANDOM_SAMPLERS | {"torch.utils.data.DataLoader"}
+STATEFUL_LOADERS = frozenset({"torchdata.stateful_dataloader.StatefulDataLoader"})
 _NAME_BINDING_RE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*[ \t]*=[ \t]*$")  # `checkpoint = ` before a dict
 
 
@@ -523,7 +524,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             elif qualified == "torch.save":
                 self._save(node)
                 return
-            elif qualified in SAMPLERS or is_dataloader(qualified):
+            elif qualified in SAMPLERS or is_dataloader(qualified) or qualified in STATEFUL_LOADERS:
                 self._loader_generator(node, qualified, key)
         elif attribute == "get_state" and not node.args:
             # `g.get_state()`: a generator object's state (`np.random.get_state` resolves above).

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchdet_lint.core.names import arg_value, dotted_name, literal
+from torchdet_lint.model.checkpoints import STATEFUL_LOADERS
 from torchdet_lint.model.facts import is_dataloader
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,7 +29,6 @@ SKIPS = frozenset({"islice", "skip_first_batches"})
 STATE_SAVES = frozenset({"save_state"})
 # Keyword arguments of a sampler or loader that start it where a run stopped (`consumed_samples=`).
 POSITION_WORDS = ("consumed", "start", "skip", "resume", "offset")
-STATEFUL_LOADERS = frozenset({"torchdata.stateful_dataloader.StatefulDataLoader"})
 
 
 @dataclass
