@@ -18,8 +18,8 @@ from torchdet_lint.model.ranks import DISTRIBUTED_SETUP, RANK_NAMES, rank_variab
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
 
-HELPER = "rank_zero_value"
-DISTRIBUTED = ":distributed"  # suffix of `torch_name` when it names `torch.distributed` itself  # the fix's helper: a value as rank 0 has it, on every rank
+HELPER = "rank_zero_value"  # the fix's helper: a value as rank 0 has it, on every rank
+DISTRIBUTED = ":distributed"  # suffix of `torch_name` when it names `torch.distributed` itself
 # A file none of these words appear in holds no distributed set-up, no sampler and no seed drawn.
 WORDS = ("distributed", "Sampler", "sampler", "seed", "RANK", "Accelerator", "random_split")
 # Draws of a seed per process, by qualified name: the global RNGs, the clock, the OS.
