@@ -72,6 +72,13 @@ class DeterministicModeNotEnabled(ProjectRule):
     process: the main block keeps the line. Lines inserted at the top of a
     block go after the block's leading string, never above it.
 
+    In a spawned function the line goes under the same test as the seeding
+    the fix of TDL001 puts there: when the parent seeds only on request
+    (`if args.seed is not None:`), so does the worker, and it enables the
+    flag under that test too, since a run started without a seed asked for
+    no reproducibility and need not pay for it; a parent that enables the
+    flag itself, unconditionally, gets a worker that does too.
+
     So the fix is withheld where the entry point reaches such an operation
     (one TDL202 reports in the profile in force, e.g. a bicubic
     `F.interpolate` in training on CUDA; the 3-d cross-entropy losses in

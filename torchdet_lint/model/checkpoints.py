@@ -30,7 +30,7 @@ from torchdet_lint.model.facts import (
     loader_name,
     loader_shuffles,
 )
-from torchdet_lint.model.ranks import main_process_test
+from torchdet_lint.model.ranks import main_process_test, may_test_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
@@ -182,6 +182,7 @@ class CheckpointSite:
     rank_guard: Optional[RankGuard] = None  # the save (or the call handing the dict over) runs on the main process only
     name: Optional[str] = None  # the name the dict is bound to, when it is not built in the call
     key_taken: bool = False  # the dict already has a `"rng_state"` key
+    doubtful: str = ""  # a test around the save that may pick processes in a way not read (`args.gpu == 0`)
 
 
 @dataclass
@@ -251,7 +252,7 @@ def optimizer_class(qualified: Optional[str]) -> bool:
 
 
 class _Frame:
-    __slots__ = ("loops", "items", "key", "node", "method", "_parameters", "spread", "guards", "early")
+    __slots__ = ("loops", "items", "key", "node", "method", "_parameters", "spread", "guards", "early", "doubts")
 
     def __init__(self, key: str = "", node: Optional[cst.FunctionDef] = None, method: bool = False) -> None:
         self.loops = 0
@@ -263,6 +264,7 @@ class _Frame:
         self.spread: Dict[str, Parameter] = {}  # `for key, value in kwargs.items()`: value -> **kwargs
         self.guards: List[cst.If] = []  # the enclosing `if`s whose block runs on the main process only
         self.early: Optional[cst.If] = None  # an `if not main: return` passed: the rest runs on the main process only
+        self.doubts: List[cst.If] = []  # enclosing `if`s that may pick processes in a way not read (`args.gpu == 0`)
 
     @property
     def parameters(self) -> Dict[str, Parameter]:
@@ -366,6 +368,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         self._loads: List[Tuple[OptimizerLoad, cst.Call]] = []
         self._classes: List[bool] = [False]  # per enclosing def or class: a class body
         self._guard_blocks: Dict[int, cst.If] = {}  # id of a block that runs on the main process only -> its `if`
+        self._doubt_blocks: Dict[int, cst.If] = {}  # id of a block whose test may pick processes -> its `if`
         self._assigned: Dict[int, str] = {}  # id of a call assigned to a name or attribute -> that target
         self._guards: List[Tuple[RankGuard, cst.If, Optional[cst.CSTNode]]] = []  # placed in `_locate`
 
@@ -442,6 +445,10 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             self._guard_blocks[id(node.body)] = node
         elif test is False and type(node.orelse) is cst.Else:
             self._guard_blocks[id(node.orelse.body)] = node
+        elif test is None and may_test_rank(node.test):
+            self._doubt_blocks[id(node.body)] = node
+            if type(node.orelse) is cst.Else:
+                self._doubt_blocks[id(node.orelse.body)] = node
 
     def leave_If(self, original_node: cst.If) -> None:
         frame = self.frames[-1]
@@ -457,22 +464,30 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             frame.early = original_node  # `if not is_main_process(): return`
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        guard = self._guard_blocks.get(id(node))
-        if guard is not None:
-            self.frames[-1].guards.append(guard)
+        self._enter_block(node)
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
-        if id(original_node) in self._guard_blocks:
-            self.frames[-1].guards.pop()
+        self._leave_block(original_node)
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._enter_block(node)
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self._leave_block(original_node)
+
+    def _enter_block(self, node: cst.CSTNode) -> None:
         guard = self._guard_blocks.get(id(node))
         if guard is not None:
             self.frames[-1].guards.append(guard)
+        doubt = self._doubt_blocks.get(id(node))
+        if doubt is not None:
+            self.frames[-1].doubts.append(doubt)
 
-    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
-        if id(original_node) in self._guard_blocks:
+    def _leave_block(self, node: cst.CSTNode) -> None:
+        if id(node) in self._guard_blocks:
             self.frames[-1].guards.pop()
+        if id(node) in self._doubt_blocks:
+            self.frames[-1].doubts.pop()
 
     def _main_only(self) -> Optional[cst.If]:
         """The `if` that makes the code here run on the main process only (None: every rank runs it)."""
@@ -721,6 +736,8 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             return False
         site = CheckpointSite(self.collector.key, 0, 0, 0, 0, 0, 0, bound=self._bound_here(), through=through, name=name)
         guard = self._main_only()
+        if guard is None and self.frames[-1].doubts:
+            site.doubtful = _code(self.context, self.frames[-1].doubts[-1].test)
         if guard is not None:
             site.rank_guard = RankGuard(0, _code(self.context, guard.test), early=_is_early(guard))
             self._guards.append((site.rank_guard, guard, display if name is not None else None))

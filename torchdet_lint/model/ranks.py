@@ -137,6 +137,27 @@ def main_process_test(node: cst.BaseExpression) -> Optional[bool]:
     return None
 
 
+# Parts of names a test that picks processes is likely to use (`if args.gpu == 0:`).
+RANKISH = ("rank", "gpu", "master", "main", "primary", "ordinal", "zero", "local", "node", "process")
+
+
+def may_test_rank(node: cst.CSTNode) -> bool:
+    """A test `main_process_test` does not read but that may pick processes: it names something
+    rank-like (`args.gpu == 0`, `self.is_chief`... by the parts in RANKISH)."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        name = current.value if type(current) is cst.Name else None
+        if type(current) is cst.Attribute:
+            name = current.attr.value
+            pending.append(current.value)
+        elif type(current) is not cst.Name:
+            pending.extend(current.children)
+        if name is not None and any(part in name.lower() for part in RANKISH):
+            return True
+    return False
+
+
 def _not_distributed(node: cst.BaseExpression) -> bool:
     """`not dist.is_initialized()`, `not args.distributed`: the run is not distributed."""
     return (

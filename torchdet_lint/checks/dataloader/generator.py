@@ -40,6 +40,14 @@ class DataLoaderWithoutGenerator(Rule):
     another order, whatever else draws from the global generator. It adds
     `import torch` when needed.
 
+    The generator the fix builds is only as reproducible as torch's seed. In
+    a function started in a new process (`mp.spawn`, a `"spawn"` pool; see
+    TDL001) that never seeds torch, `torch.initial_seed()` comes from the
+    operating system, once per process and run: the fix would look done and
+    the order would still change with every run, and every rank would get
+    another one. There the fix is unsafe (applied with `--unsafe-fixes`,
+    together with TDL001's seeding), and the message says why.
+
     ## Known problems
     Arguments passed through `**kwargs` are not seen: such a loader is not
     reported. A DataLoader subclass defined in the same file is a DataLoader
@@ -57,7 +65,7 @@ class DataLoaderWithoutGenerator(Rule):
     code = "TDL101"
     name = "dataloader-without-generator"
     summary = "a shuffling DataLoader has no `generator=`: its order depends on every other use of the global RNG"
-    fix_availability = FixAvailability.SAFE
+    fix_availability = FixAvailability.SOMETIMES
     bad = (
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n",
         "from torch.utils.data import DataLoader, RandomSampler\nloader = DataLoader(ds, sampler=RandomSampler(ds))\n",

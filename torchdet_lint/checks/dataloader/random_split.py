@@ -34,6 +34,16 @@ class UnseededRandomSplit(Rule):
     Safe: adds `generator=torch.Generator().manual_seed(torch.initial_seed())`
     (and `import torch` when needed), tying the split to the program's seed.
 
+    The generator the fix builds is only as reproducible as torch's seed. In
+    a function started in a new process (`mp.spawn`, a `"spawn"` pool; see
+    TDL001) that never seeds torch, `torch.initial_seed()` comes from the
+    operating system, once per process and run: the fix would look done and
+    the order would still change with every run, and every rank would get
+    another one. There the fix is unsafe (applied with `--unsafe-fixes`,
+    together with TDL001's seeding), and the message says why. In a distributed run whose ranks seed torch differently
+    (`seed + rank`), the split seeded from `torch.initial_seed()` differs per
+    rank: TDL011 then takes rank 0's seed for it.
+
     ## Known problems
     A generator passed through `**kwargs` is not seen; such a call is not
     reported.
@@ -49,7 +59,7 @@ class UnseededRandomSplit(Rule):
     name = "unseeded-random-split"
     summary = "a random split or sampler without `generator=` draws from the global RNG"
     trigger_words = last_names(RANDOM_SAMPLERS | {"torch.utils.data.random_split"})
-    fix_availability = FixAvailability.SAFE
+    fix_availability = FixAvailability.SOMETIMES
     bad = (
         "from torch.utils.data import random_split\ntrain, val = random_split(ds, [0.8, 0.2])\n",
         "from torch.utils.data import RandomSampler\nsampler = RandomSampler(ds)\n",

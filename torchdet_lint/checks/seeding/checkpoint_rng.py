@@ -143,15 +143,66 @@ class CheckpointWithoutRngState(ProjectRule):
     The restore moves the tensors to the CPU first, so a checkpoint loaded
     with `map_location="cuda"` restores too.
 
+    In a distributed run each process draws its own streams, and usually
+    only the main process writes the checkpoint (`if rank == 0:`,
+    `if dist.get_rank() == 0`, `if is_main_process():`,
+    `if accelerator.is_main_process:`, an early `if rank != 0: return`, or a
+    save function such as `save_on_master` that tests it) while every rank
+    loads it. Saving the main process's states and restoring them on every
+    rank would make all ranks draw the same dropout masks, noise and
+    augmentations: further from the uninterrupted run than no fix. So when
+    the save runs on the main process only, or the run sets up a process
+    group (DDP, FSDP, Accelerate, Fabric, DeepSpeed), the helpers gather
+    every rank's states: `rng_state_dict()` returns a list by rank, built
+    with `torch.distributed.all_gather_object` (one process outside a
+    process group: a list of one), and `load_rng_state_dict` restores the
+    entry of the process's own rank (a rank the checkpoint has no entry for,
+    after a restart with more processes, goes on with fresh streams). One
+    file holds them all: the save and the load stay as they are, where one
+    file per rank would need a path per rank at both ends. A gather is a
+    collective that every rank must call: the fix binds
+    `rng_state = rng_state_dict()` on the line before the main-process test
+    (or assigns `checkpoint["rng_state"] = rng_state_dict()` there, when the
+    dict is built before the test) and puts that name in the checkpoint. A
+    dict handed to a save function that tests the rank inside is built on
+    every rank already: the call goes in the dict. When the function that
+    builds and saves the checkpoint is itself called on the main process
+    only, no fix is offered and the message says where to gather. The
+    gathered states travel pickled: with NCCL, `all_gather_object` uses the
+    current CUDA device, which `torch.cuda.set_device(local_rank)` sets.
+
+    A loader or random sampler bound to a name (`loader = DataLoader(ds,
+    shuffle=True, ...)`, `sampler = RandomSampler(ds, ...)`) whose generator
+    is built in the call, as TDL101's and TDL104's fix builds it, draws its
+    order from that generator: its state is needed as `loader.generator`.
+    One without a generator yet is passed to the helpers as
+    `loader.generator` too (None until that fix gives it one; the helpers
+    skip a None generator), so the fixes compose in either order: after
+    both, the checkpoint holds the generator's state and a re-lint reports
+    nothing. (A `random_split` draws once, when the program starts: it needs
+    no state.)
+
     No fix when the dict already
     has an `"rng_state"` key, when a needed generator's name is not bound at
     the save and at the restore, in notebooks, or when a helper of that name
-    exists but does not save those states. A load in another file than the
-    save is not edited, nor a load in a helper handed the optimizer (it loads
-    whatever it is given, often in a loop): the fix title says to call
-    `load_rng_state_dict` there.
+    exists but does not save those states (or, for a distributed run, does
+    not gather them). No fix either when a load that the runs reaching the
+    save reach cannot get the restore: in another module than the save, in a
+    helper handed the optimizer (it loads whatever it is given, often in a
+    loop), or where no name bound from `torch.load(...)` holds the
+    checkpoint. A fix there would save states that nothing restores and
+    leave a helper nothing calls; the message names the load instead.
 
     ## Known problems
+    The main-process test is recognised by its shape: a rank (`rank`,
+    `local_rank`, `args.rank % ngpus_per_node`, `dist.get_rank()`,
+    `accelerator.process_index`, ...) compared with 0 or `in (-1, 0)`, a
+    predicate such as `is_main_process`, `is_master`, `is_rank_zero`,
+    `is_global_zero`, alone or joined with `and`, or behind
+    `not dist.is_initialized() or`. In a distributed run, a save under
+    another test that names something rank-like (`if args.gpu == 0:`) gets
+    no fix (a gather under it could wait forever); one under a test that
+    names nothing rank-like is taken to run on every rank.
     A reseeding helper is recognised by its name (containing `seed`); one
     named otherwise is not seen, and the rule reports its loop's states. A run
     whose only torch draw is the model's initialisation still needs the CPU
@@ -563,6 +614,12 @@ class _Fixer:
                 self.edits.append(Edit(guard.offset, guard.offset, f"{guard.indent}{GATHERED} = {call}\n"))
                 value = GATHERED
         elif site.entry is None:
+            return None
+        elif per_rank and site.doubtful:
+            self.withheld = (
+                f"the save runs under `if {site.doubtful}:`, which may let only some processes through; gathering every "
+                f"rank's states there could wait forever: call `{SAVE_HELPER}()` on every rank before that test"
+            )
             return None
         elif per_rank:
             caller = self.analysis.called_on_main_only(self.display, site, runs)

@@ -80,32 +80,48 @@ class ResumeReplaysData(ProjectRule):
     - checkpoints are saved at epoch ends only (after the loop over the
       batches, not in it).
 
-    The fixed forms. With torchdata's `StatefulDataLoader`, whose
-    `state_dict()` records where the epoch is (the sampler's position and
-    its generator), saved in the checkpoint and loaded back:
+    The fixed forms. With torchdata's `StatefulDataLoader` (a drop-in
+    DataLoader), whose `state_dict()` records where the epoch is (the
+    sampler's position and the generator state the epoch's order came
+    from), saved in the checkpoint and loaded back; torch's generator state
+    goes in too (TDL008), for the epochs after the resumed one:
 
     ```python
     from torchdata.stateful_dataloader import StatefulDataLoader
 
-    loader = StatefulDataLoader(dataset, batch_size=32, shuffle=True, generator=generator)
+    loader = StatefulDataLoader(dataset, batch_size=32, shuffle=True)
     if args.resume:
         checkpoint = torch.load(args.resume)
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         loader.load_state_dict(checkpoint["loader"])
-    for epoch in range(start_epoch, epochs):
+        torch.set_rng_state(checkpoint["rng"])
+        step = checkpoint["step"]
+    for epoch in range(step // len(loader), epochs):
         for batch in loader:
             ...
+            step += 1
             if step % save_every == 0:
                 torch.save(
                     {
                         "model": model.state_dict(),
                         "optimizer": optimizer.state_dict(),
                         "loader": loader.state_dict(),
+                        "rng": torch.get_rng_state(),
+                        "step": step,
                     },
                     path,
                 )
     ```
+
+    (torchdata 0.11 restores a loader's own `generator=` for the rest of the
+    interrupted epoch only: the epochs after it draw another order than the
+    uninterrupted run. Leaving the order to torch's generator, whose state
+    the checkpoint carries, resumes every epoch exactly.)
+
+    The rule has no fix: where the position is kept (a stateful loader, a
+    step counter in the checkpoint, the sampler's own state) is the
+    program's design.
 
     Or skip the batches the interrupted run consumed (the order must be the
     same again: a seeded sampler generator whose state is restored, TDL008):

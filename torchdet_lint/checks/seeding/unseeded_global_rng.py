@@ -245,7 +245,18 @@ _FIX_SAFETY = """
     body, seeded from the parent's own seed expression when the names it uses
     are bound there (`args.seed` for a worker that receives `args`, under the
     parent's `if args.seed is not None:` when the parent guards it so), else
-    from config `seed`. When the project already has a first-party seeding helper that covers those generators (and takes at most
+    from config `seed`. Where the function receives its rank (the first
+    parameter of a function started by `mp.spawn` or `start_processes`, which
+    pass the process's index there, or a parameter named `rank`,
+    `local_rank`, `global_rank`, ...), the seed is the shared one plus the
+    rank (`torch.manual_seed(args.seed + rank)`), and the fix's title says
+    so: each rank then draws its own augmentations, noise and samples
+    instead of every GPU generating the same ones, and training loses
+    nothing, since DDP broadcasts rank 0's parameters at the start. An order
+    every rank must share (a sampler's permutation, a split) is then taken
+    from rank 0 by TDL011's fix, so the two compose. A seeding helper that
+    takes no seed is not called for such a worker (it would seed every rank
+    alike). When the project already has a first-party seeding helper that covers those generators (and takes at most
     a seed argument), the fix calls it instead. It is unsafe because it
     changes what the program computes: every run now gives the same numbers,
     which a sweep over random restarts may not want.
@@ -317,7 +328,12 @@ class UnseededTorch(_UnseededGlobalRng):
     function is defined in the file of the call that starts it (a fix edits
     one file). For a file
     listed in config `entry-points`, each of its module-level functions
-    counts as a start. `conftest.py` and `hubconf.py` are imported by
+    counts as a start. The rank added to a spawned worker's seed is the
+    process's index on its node under `mp.spawn` (ranks on different nodes
+    share it: pass the global rank as a parameter named `rank` to tell them
+    apart); a rank known only from `dist.get_rank()` after the process group
+    is set up cannot be used at the top of the function, so such a worker
+    is seeded with the shared seed. `conftest.py` and `hubconf.py` are imported by
     pytest and `torch.hub`: they are not scripts. A seed in a branch
     (`if args.seed is not None:`) counts as a seed.
 
