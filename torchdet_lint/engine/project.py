@@ -139,9 +139,14 @@ def project_phase(
         for result in results:
             result.diagnostics = [kept for kept in (_late_build(project, d) for d in result.diagnostics) if kept is not None]
     if has_tied_fixes:
+        unseeded = [
+            (entry, project.reached_nodes(entry))
+            for entry in project.runs
+            if entry.spawn is not None and "torch" not in project.entry_reach(entry).covers
+        ]
         for result in results:
-            for diagnostic in result.diagnostics:
-                _untie_from_unseeded_torch(project, diagnostic)
+            for diagnostic in result.diagnostics if unseeded else ():
+                _untie_from_unseeded_torch(project, diagnostic, unseeded)
     if has_handed_rngs:
         # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
         # constructor that seeds it itself, the object is seeded.
@@ -180,15 +185,16 @@ def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic
     return None
 
 
-def _untie_from_unseeded_torch(project: Project, diagnostic: Diagnostic) -> None:
+def _untie_from_unseeded_torch(project: Project, diagnostic: Diagnostic, unseeded: list) -> None:
     """TDL101/TDL104: `torch.Generator().manual_seed(torch.initial_seed())` in a function that runs in
-    a new process which never seeds torch (TDL001 there) is seeded by the operating system, once per
-    process and run: the fix would look done and still vary, so it needs the seed first (unsafe)."""
+    a new process which never seeds torch (TDL001 there; `unseeded`: those runs and what they reach)
+    is seeded by the operating system, once per process and run: the fix would look done and still
+    vary, so it needs the seed first (unsafe)."""
     if not diagnostic.extra.get(TIED_TO_TORCH_SEED) or diagnostic.fix is None:
         return
     node = project.node_at(diagnostic.path, _analysed_line(project, diagnostic))
-    for entry in project.runs:
-        if entry.spawn is None or "torch" in project.entry_reach(entry).covers or node not in project.reached_nodes(entry):
+    for entry, nodes in unseeded:
+        if node not in nodes:
             continue
         diagnostic.fix = Fix(
             f"{diagnostic.fix.title} (unsafe here: `{entry.spawn.function}` never seeds torch)",
