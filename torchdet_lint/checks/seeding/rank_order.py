@@ -97,7 +97,9 @@ class RankDivergentOrder(ProjectRule):
     (`args.seed`); a seed renamed on its way is not followed. A rank is
     recognised in a seed by its name (`rank`, `local_rank`, `global_rank`,
     `get_rank()`, `process_index`, ... and a spawned function's first
-    parameter under `mp.spawn`).
+    parameter under `mp.spawn`). The fix wraps a value where it stands and
+    keeps the line's layout: a line it makes longer than the line length is
+    left to the project's formatter.
 
     ## Options
     `entry-points`.
