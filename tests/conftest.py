@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -38,15 +39,31 @@ def run_cli(
     full_env["NO_COLOR"] = "1"
     if env:
         full_env.update(env)
-    completed = subprocess.run(
+    # A session of its own, killed whole on timeout: a worker of `--jobs` left holding the output
+    # pipes would otherwise keep the test waiting after the linter itself was killed.
+    process = subprocess.Popen(
         [sys.executable, "-m", "torchdet_lint", *args],
         cwd=str(cwd) if cwd else None,
-        input=input,
-        capture_output=True,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env=full_env,
-        timeout=timeout,
+        start_new_session=True,
     )
-    return completed.returncode, completed.stdout.decode("utf-8", "replace"), completed.stderr.decode("utf-8", "replace")
+    try:
+        stdout, stderr = process.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_session(process)
+        process.communicate()
+        raise
+    return process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+
+
+def _kill_session(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def lint_json(*args: str, cwd: Optional[Path] = None) -> List[dict]:

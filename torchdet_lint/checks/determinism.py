@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterable, List
 
 from torchdet_lint.checks.insertions import Insertion
-from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_message
+from torchdet_lint.checks.seeding.unseeded_global_rng import spawned_guard, spawned_message
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.project import Located, Project, Reach
@@ -77,6 +77,13 @@ class DeterministicModeNotEnabled(ProjectRule):
     offered and the message names it. A thread pool's `submit` runs in this
     process: the main block keeps the line. Lines inserted at the top of a
     block go after the block's leading string, never above it.
+
+    In a spawned function the line goes under the same test as the seeding
+    the fix of TDL001 puts there: when the parent seeds only on request
+    (`if args.seed is not None:`), so does the worker, and it enables the
+    flag under that test too, since a run started without a seed asked for
+    no reproducibility and need not pay for it; a parent that enables the
+    flag itself, unconditionally, gets a worker that does too.
 
     So the fix is withheld where the entry point reaches such an operation
     (one TDL202 reports in the profile in force, e.g. a bicubic
@@ -209,7 +216,12 @@ class DeterministicModeNotEnabled(ProjectRule):
             if insertion.valid and not raising:
                 torch = insertion.module("torch")
                 if torch is not None:
-                    fix = insertion.fix(f"Enable deterministic mode {where}", [f"{torch}.use_deterministic_algorithms(True)"])
+                    lines = [f"{torch}.use_deterministic_algorithms(True)"]
+                    guard = spawned_guard(project, entry, insertion, "deterministic")
+                    if guard:
+                        lines = [f"if {guard}:", (insertion.indent or "    ") + lines[0]]
+                        where += f", under `if {guard}:` as its seeding"
+                    fix = insertion.fix(f"Enable deterministic mode {where}", lines)
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
 
 

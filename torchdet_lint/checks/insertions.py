@@ -33,6 +33,20 @@ def merge_edits(edits: Sequence[Edit]) -> Tuple[Edit, ...]:
     return tuple(sorted((merged[k] for k in order), key=lambda e: (e.start, e.end)))
 
 
+# Parameters that hold a process's rank by name, whoever starts the process (`Process(target=train,
+# args=(rank, ...))`).
+RANK_PARAMETERS = ("rank", "local_rank", "global_rank", "process_rank", "proc_rank", "rank_id")
+
+
+def spawned_rank(entry: EntryPoint, positional: Sequence[str]) -> Optional[str]:
+    """The parameter of a spawned function that holds its rank: the first one when the launcher
+    passes the process's index there (`mp.spawn(fn, ...)` calls `fn(i, *args)`), else one named
+    for it."""
+    if entry.spawn is not None and entry.spawn.indexed and positional:
+        return positional[0]
+    return next((name for name in positional if name in RANK_PARAMETERS), None)
+
+
 def local_module_name(summary: FileSummary, module: str, before_line: int) -> Optional[str]:
     """A module-level name bound to `module` by an import above `before_line` and never rebound."""
     candidates = [
@@ -59,6 +73,7 @@ class Insertion:
         self.edits: List[Edit] = []
         self.first_party = project.first_party
         self.names: Optional[List[str]] = None  # for a function's top: the names bound there
+        self.rank: Optional[str] = None  # for a spawned function's top: the parameter that holds its rank
         # Why no fix can be offered here, when the lines belong in another file.
         self.elsewhere: Optional[str] = None
         if not self.valid:
@@ -98,6 +113,7 @@ class Insertion:
             # The module's imports and definitions are in place when the function runs.
             self.offset, self.indent, self.line, self.at_main = top.offset, top.indent, 1 << 30, True
             self.names = top.names
+            self.rank = spawned_rank(entry, top.positional)
 
     def _at_launched_top(self, node: Tuple[str, str]) -> None:
         path, key = node

@@ -42,6 +42,10 @@ KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
 # (`from torch.utils.data import SubsetRandomSampler` in `pkg/sampler.py`); the finding stands
 # only if every pair is such a re-export (the project phase decides).
 KEPT_IF_REEXPORTED = "kept_if_reexported"
+# Diagnostic.extra key (TDL101, TDL104): the fix seeds a generator from `torch.initial_seed()`, so it
+# is only as reproducible as the torch seed; where a spawned run that reaches it never seeds torch
+# (TDL001 there), the project phase makes the fix unsafe (it would look fixed and still vary).
+TIED_TO_TORCH_SEED = "fix_tied_to_the_torch_seed"
 DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 

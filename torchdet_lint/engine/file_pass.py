@@ -29,6 +29,8 @@ from torchdet_lint.core.traversal import BatchedWalker
 from torchdet_lint.engine.suppressions import apply_suppressions, file_exempt
 from torchdet_lint.model.checkpoints import ResumeCollector
 from torchdet_lint.model.collector import SummaryCollector
+from torchdet_lint.model.rank_order import RankOrderCollector
+from torchdet_lint.model.resume_data import ResumeDataCollector
 from torchdet_lint.model.scan import empty_summary
 from torchdet_lint.model.summary import FileSummary
 
@@ -295,6 +297,12 @@ def _check_parsed(
     )
     collector = SummaryCollector(context)
     resume = ResumeCollector.for_file(context, collector)  # None when the text cannot hold a resume fact
+    # Facts of distributed runs and resumes (TDL010, TDL011), each None when the text cannot hold one.
+    distributed = [
+        found
+        for found in (ResumeDataCollector.for_file(context, collector), RankOrderCollector.for_file(context, collector))
+        if found is not None
+    ]
     # A rule whose trigger words the file does not contain stays out of the walk (`Rule.trigger_words`).
     rules = [
         rule_class(context)
@@ -303,11 +311,15 @@ def _check_parsed(
     ]
     try:
         forget_keyword_dicts()
-        BatchedWalker([context.resolver, context.scopes, collector, *([resume] if resume else []), *rules]).walk(module)
+        BatchedWalker([context.resolver, context.scopes, collector, *([resume] if resume else []), *distributed, *rules]).walk(
+            module
+        )
         result.diagnostics = context.diagnostics()
         collector.finish()
         if resume is not None:
             resume.finish()
+        for found in distributed:
+            found.finish()
     except RecursionError:
         result.diagnostics = [error_diagnostic(display, "not analysed: the file is nested too deeply to analyse")]
         return result

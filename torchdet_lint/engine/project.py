@@ -24,7 +24,10 @@ from torchdet_lint.core.diagnostics import (
     SILENCED_BY_REACHED_COVERS,
     SILENCED_BY_SEEDING_CONSTRUCTOR,
     SILENCED_BY_SET_EPOCH,
+    TIED_TO_TORCH_SEED,
+    Applicability,
     Diagnostic,
+    Fix,
 )
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.engine.discovery import Excluder
@@ -107,6 +110,7 @@ def project_phase(
     has_backward_only = any(
         d.extra.get(KEPT_IF_TRAINING) or d.extra.get(KEPT_IF_CUDA) for r in results for d in _file_findings(r)
     )
+    has_tied_fixes = any(d.extra.get(TIED_TO_TORCH_SEED) and d.fix is not None for r in results for d in _file_findings(r))
     has_reexports = any(d.extra.get(KEPT_IF_REEXPORTED) for r in results for d in _file_findings(r))
     filters = (
         has_flag_findings,
@@ -116,6 +120,7 @@ def project_phase(
         has_late_builds,
         has_reexports,
         has_backward_only,
+        has_tied_fixes,
     )
     if not (rules or any(filters)):
         return _unused_noqa(results, files, {}, options), None
@@ -141,6 +146,15 @@ def project_phase(
         _keep(results, lambda d: not _epoch_set_elsewhere(project, d))
     if has_late_builds:
         _keep(results, lambda d: _late_build(project, d) is not None)
+    if has_tied_fixes:
+        unseeded = [
+            (entry, project.reached_nodes(entry))
+            for entry in project.runs
+            if entry.spawn is not None and "torch" not in project.entry_reach(entry).covers
+        ]
+        for result in results:
+            for diagnostic in _file_findings(result) if unseeded else ():
+                _untie_from_unseeded_torch(project, diagnostic, unseeded)
     if has_handed_rngs:
         # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
         # constructor that seeds it itself, the object is seeded.
@@ -214,6 +228,29 @@ def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic
             diagnostic.message = diagnostic.message.replace(DRAW_PLACEHOLDER, f"`{spelling}(...)` ({where})")
             return diagnostic
     return None
+
+
+def _untie_from_unseeded_torch(project: Project, diagnostic: Diagnostic, unseeded: list) -> None:
+    """TDL101/TDL104: `torch.Generator().manual_seed(torch.initial_seed())` in a function that runs in
+    a new process which never seeds torch (TDL001 there; `unseeded`: those runs and what they reach)
+    is seeded by the operating system, once per process and run: the fix would look done and still
+    vary, so it needs the seed first (unsafe)."""
+    if not diagnostic.extra.get(TIED_TO_TORCH_SEED) or diagnostic.fix is None:
+        return
+    node = project.node_at(diagnostic.path, _analysed_line(project, diagnostic))
+    for entry, nodes in unseeded:
+        if node not in nodes:
+            continue
+        diagnostic.fix = Fix(
+            f"{diagnostic.fix.title} (unsafe here: `{entry.spawn.function}` never seeds torch)",
+            Applicability.UNSAFE,
+            diagnostic.fix.edits,
+        )
+        diagnostic.message += (
+            f"; `{entry.spawn.function}`, started by `{entry.spawn.launcher}(...)` at {entry.path}:{entry.line}, never "
+            "seeds torch, so a generator seeded from `torch.initial_seed()` still differs on every run until it does (TDL001)"
+        )
+        return
 
 
 def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Set, Tu
 
 import libcst as cst
 
-from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
+from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal, opaque_keywords
 from torchdet_lint.core.traversal import BatchedWalker
 from torchdet_lint.model.facts import (
     GENERATOR_POSITION,
@@ -28,7 +28,9 @@ from torchdet_lint.model.facts import (
     helper_covers,
     is_dataloader,
     loader_name,
+    loader_shuffles,
 )
+from torchdet_lint.model.ranks import main_process_test, may_test_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
@@ -75,6 +77,7 @@ OPTIMIZER_FACTORIES = frozenset(
 OPTIMIZER_PACKAGES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "deepspeed.ops.adam.")
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 SAMPLERS = RANDOM_SAMPLERS | {"torch.utils.data.DataLoader"}
+STATEFUL_LOADERS = frozenset({"torchdata.stateful_dataloader.StatefulDataLoader"})
 _NAME_BINDING_RE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*[ \t]*=[ \t]*$")  # `checkpoint = ` before a dict
 
 
@@ -146,6 +149,21 @@ class EntryEdit:
 
 
 @dataclass
+class RankGuard:
+    """The test that makes a save run on the main process only (`if rank == 0:`, or an early
+    `if not is_main_process(): return`)."""
+
+    line: int
+    text: str  # the test as written
+    # The start of the `if` statement's line, and its indentation: a line inserted there runs on
+    # every rank before the test (None: the `if` shares its line with other code).
+    offset: Optional[int] = None
+    indent: str = ""
+    display_inside: bool = True  # the checkpoint's dict is built under the test
+    early: bool = False  # `if not main: return` before the save, not an `if` around it
+
+
+@dataclass
 class CheckpointSite:
     key: str  # the function (summary key) holding the `torch.save`
     line: int
@@ -161,6 +179,10 @@ class CheckpointSite:
     entry: Optional[EntryEdit] = None  # None: no fix (not a visible dict, odd layout, key taken)
     quote: str = '"'
     through: Optional[Through] = None  # saved by a first-party function this call hands the dict to
+    rank_guard: Optional[RankGuard] = None  # the save (or the call handing the dict over) runs on the main process only
+    name: Optional[str] = None  # the name the dict is bound to, when it is not built in the call
+    key_taken: bool = False  # the dict already has a `"rng_state"` key
+    doubtful: str = ""  # a test around the save that may pick processes in a way not read (`args.gpu == 0`)
 
 
 @dataclass
@@ -168,6 +190,9 @@ class OptimizerLoad:
     key: str
     line: int
     receiver: str  # as written: `optimizer`, `self.optim`
+    # Where the `load_state_dict(...)` call is: (column, end line, end column, start offset, end offset),
+    # columns 1-based (TDL010 reports there).
+    span: Tuple[int, int, int, int, int] = (1, 0, 1, 0, 0)
     checkpoint: Optional[str] = None  # the name bound from `torch.load(...)` whose item is loaded
     restore_offset: Optional[int] = None  # start of the line after the load statement
     indent: str = ""
@@ -184,6 +209,13 @@ class ResumeFacts:
     loads: List[OptimizerLoad] = field(default_factory=list)
     captures: Dict[str, List[str]] = field(default_factory=dict)  # function key -> states its code reads
     loader_generators: Dict[str, List[str]] = field(default_factory=dict)  # function key -> named generators
+    # Function key -> `loader.generator` of the shuffling loaders and random samplers bound to a name
+    # without a generator: TDL101/TDL104's fixes give them one, which the TDL008 fix saves too.
+    fix_generators: Dict[str, List[str]] = field(default_factory=dict)
+    # Functions whose `torch.save` of a parameter runs on the main process only (`save_on_master`), and
+    # the first-party functions each function calls on the main process only.
+    guarded_savers: List[str] = field(default_factory=list)
+    guarded_calls: Dict[str, List[str]] = field(default_factory=dict)
     loop_seeds: Dict[str, List[str]] = field(default_factory=dict)  # function key -> what its loops reseed
     # First-party helpers, connected by the project phase: calls that hand a checkpoint dict to a
     # function (a checkpoint when that function saves the parameter), the parameters each function
@@ -220,7 +252,7 @@ def optimizer_class(qualified: Optional[str]) -> bool:
 
 
 class _Frame:
-    __slots__ = ("loops", "items", "key", "node", "method", "_parameters", "spread")
+    __slots__ = ("loops", "items", "key", "node", "method", "_parameters", "spread", "guards", "early", "doubts")
 
     def __init__(self, key: str = "", node: Optional[cst.FunctionDef] = None, method: bool = False) -> None:
         self.loops = 0
@@ -230,6 +262,9 @@ class _Frame:
         self.method = method
         self._parameters: Optional[Dict[str, Parameter]] = None
         self.spread: Dict[str, Parameter] = {}  # `for key, value in kwargs.items()`: value -> **kwargs
+        self.guards: List[cst.If] = []  # the enclosing `if`s whose block runs on the main process only
+        self.early: Optional[cst.If] = None  # an `if not main: return` passed: the rest runs on the main process only
+        self.doubts: List[cst.If] = []  # enclosing `if`s that may pick processes in a way not read (`args.gpu == 0`)
 
     @property
     def parameters(self) -> Dict[str, Parameter]:
@@ -332,6 +367,10 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         self._saves: List[Tuple[CheckpointSite, cst.Call, cst.BaseExpression, Optional[str], bool]] = []
         self._loads: List[Tuple[OptimizerLoad, cst.Call]] = []
         self._classes: List[bool] = [False]  # per enclosing def or class: a class body
+        self._guard_blocks: Dict[int, cst.If] = {}  # id of a block that runs on the main process only -> its `if`
+        self._doubt_blocks: Dict[int, cst.If] = {}  # id of a block whose test may pick processes -> its `if`
+        self._assigned: Dict[int, str] = {}  # id of a call assigned to a name or attribute -> that target
+        self._guards: List[Tuple[RankGuard, cst.If, Optional[cst.CSTNode]]] = []  # placed in `_locate`
 
     @classmethod
     def for_file(cls, context: "FileContext", collector: Any) -> Optional["ResumeCollector"]:
@@ -399,11 +438,71 @@ class ResumeCollector(cst.BatchableCSTVisitor):
     def leave_While(self, original_node: cst.While) -> None:
         self.frames[-1].loops -= 1
 
+    # -- the main process only -------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        test = main_process_test(node.test)
+        if test is True:
+            self._guard_blocks[id(node.body)] = node
+        elif test is False and type(node.orelse) is cst.Else:
+            self._guard_blocks[id(node.orelse.body)] = node
+        elif test is None and may_test_rank(node.test):
+            self._doubt_blocks[id(node.body)] = node
+            if type(node.orelse) is cst.Else:
+                self._doubt_blocks[id(node.orelse.body)] = node
+
+    def leave_If(self, original_node: cst.If) -> None:
+        frame = self.frames[-1]
+        body = original_node.body
+        statements = body.body if type(body) in (cst.IndentedBlock, cst.SimpleStatementSuite) else ()
+        if (
+            frame.node is not None
+            and not frame.guards
+            and original_node.orelse is None
+            and main_process_test(original_node.test) is False
+            and _only_returns(statements)
+        ):
+            frame.early = original_node  # `if not is_main_process(): return`
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._enter_block(node)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._leave_block(original_node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._enter_block(node)
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self._leave_block(original_node)
+
+    def _enter_block(self, node: cst.CSTNode) -> None:
+        guard = self._guard_blocks.get(id(node))
+        if guard is not None:
+            self.frames[-1].guards.append(guard)
+        doubt = self._doubt_blocks.get(id(node))
+        if doubt is not None:
+            self.frames[-1].doubts.append(doubt)
+
+    def _leave_block(self, node: cst.CSTNode) -> None:
+        if id(node) in self._guard_blocks:
+            self.frames[-1].guards.pop()
+        if id(node) in self._doubt_blocks:
+            self.frames[-1].doubts.pop()
+
+    def _main_only(self) -> Optional[cst.If]:
+        """The `if` that makes the code here run on the main process only (None: every rank runs it)."""
+        frame = self.frames[-1]
+        return frame.guards[-1] if frame.guards else frame.early
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1:
             return
         target = node.targets[0].target
         kind = type(target)
+        if type(node.value) is cst.Call and kind in (cst.Name, cst.Attribute):
+            dotted = dotted_name(target)
+            if dotted is not None:
+                self._assigned[id(node.value)] = dotted
         items = self.frames[-1].items
         if kind is cst.Subscript and type(target.value) is cst.Name and len(target.slice) == 1:
             index = target.slice[0].slice
@@ -430,6 +529,8 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         if qualified is None and type(func) is cst.Name:
             qualified = loader_name(self.context, node)  # a DataLoader subclass of this file
         key = self.collector.key
+        if self._main_only() is not None and _first_party(self.context, self.collector.call_target):
+            _add(self.facts.guarded_calls, key, self.collector.call_target)
         if qualified is not None:
             captured = CAPTURES.get(qualified)
             if captured is not None:
@@ -438,11 +539,8 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             elif qualified == "torch.save":
                 self._save(node)
                 return
-            elif qualified in SAMPLERS or is_dataloader(qualified):
-                generator = arg_value(node, "generator", GENERATOR_POSITION.get(qualified))
-                name = dotted_name(generator) if generator is not None else None
-                if name is not None:
-                    _add(self.facts.loader_generators, key, name)
+            elif qualified in SAMPLERS or is_dataloader(qualified) or qualified in STATEFUL_LOADERS:
+                self._loader_generator(node, qualified, key)
         elif attribute == "get_state" and not node.args:
             # `g.get_state()`: a generator object's state (`np.random.get_state` resolves above).
             receiver = dotted_name(func.value)
@@ -453,6 +551,25 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             target = self.collector.call_target  # the summary collector visited this call first
             if _first_party(self.context, target):
                 self._handed(node, target)
+
+    def _loader_generator(self, node: cst.Call, qualified: str, key: str) -> None:
+        """The generator a loader or random sampler draws its order from, as the checkpoint can name
+        it: `g`, or `loader.generator` for one built in the call (TDL101/TDL104's fix writes
+        `generator=torch.Generator().manual_seed(...)`), or, for a shuffling one without a generator
+        yet, `loader.generator` as the fix that gives it one will make it."""
+        generator = arg_value(node, "generator", GENERATOR_POSITION.get(qualified))
+        name = dotted_name(generator) if generator is not None else None
+        if name is not None:
+            _add(self.facts.loader_generators, key, name)
+            return
+        bound = self._assigned.get(id(node))
+        if bound is None or opaque_keywords(node):
+            return
+        if generator is not None:
+            if literal(generator) is NOT_LITERAL:
+                _add(self.facts.loader_generators, key, bound + ".generator")
+        elif qualified in RANDOM_SAMPLERS or loader_shuffles(node, self.context.call_name, qualified) == "shuffle":
+            _add(self.facts.fix_generators, key, bound + ".generator")
 
     def _loop_seed(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str]) -> None:
         """A seeding call in a loop body from a value that changes (`torch.manual_seed(seed + step)`):
@@ -523,11 +640,17 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                 parameter = self.frames[-1].parameters.get(first.value.value)
                 if _star(parameter) and self._unbound(first.value.value):
                     _add(self.facts.parameter_saves, self.collector.key, parameter._replace(rest=False))
+                    self._guarded_saver()
             return
         if not self._checkpoint(node, obj, None):
             parameter = self._parameter(obj)
             if parameter is not None and not parameter.rest:
                 _add(self.facts.parameter_saves, self.collector.key, parameter)
+                self._guarded_saver()
+
+    def _guarded_saver(self) -> None:
+        if self._main_only() is not None and self.collector.key not in self.facts.guarded_savers:
+            self.facts.guarded_savers.append(self.collector.key)
 
     def _handed(self, node: cst.Call, target: str) -> None:
         """A call of a first-party function: the checkpoint dicts, optimizers and parameters it hands over."""
@@ -611,11 +734,22 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         in_items = any(self._optimizer_state(key, value) for key, value in items)
         if not (in_display or in_items):
             return False
-        site = CheckpointSite(self.collector.key, 0, 0, 0, 0, 0, 0, bound=self._bound_here(), through=through)
+        site = CheckpointSite(self.collector.key, 0, 0, 0, 0, 0, 0, bound=self._bound_here(), through=through, name=name)
+        guard = self._main_only()
+        if guard is None and self.frames[-1].doubts:
+            site.doubtful = _code(self.context, self.frames[-1].doubts[-1].test)
+        if guard is not None:
+            site.rank_guard = RankGuard(0, _code(self.context, guard.test), early=_is_early(guard))
+            self._guards.append((site.rank_guard, guard, display if name is not None else None))
         calls = _CallCollector()
         walker = BatchedWalker([calls])
         for _, value in pairs + items:
             walker.walk(value)
+            if type(value) is cst.Name:
+                # `"rng_state": rng_state` of `rng_state = rng_state_dict()`, gathered before a main-process test.
+                bound = self.context.scopes.value(value.value)
+                if type(bound) is cst.Call:
+                    walker.walk(bound)
         for call in calls.calls:
             if self.context.call_name(call) in CAPTURES:
                 continue
@@ -629,7 +763,8 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         if strings and strings[0].value.lstrip("rbuRBU").startswith("'"):
             site.quote = "'"
         by_item = name is not None and (in_items and not in_display or not elements)
-        self._saves.append((site, node, display, name if by_item else None, KEY in keys))
+        site.key_taken = KEY in keys
+        self._saves.append((site, node, display, name if by_item else None, site.key_taken))
         (self.facts.wrapped if through is not None else self.facts.checkpoints).append(site)
         return True
 
@@ -680,6 +815,9 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             or facts_.forwards
             or facts_.parameter_loads
             or facts_.optimizer_arguments
+            or facts_.fix_generators
+            or facts_.guarded_savers
+            or facts_.guarded_calls
         ):
             return None
         if facts_.checkpoints or facts_.loads or facts_.wrapped or facts_.parameter_loads:
@@ -698,9 +836,22 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             site.start_offset, site.end_offset = context.node_offsets(node)
             if not key_taken:
                 site.entry = self._entry_edit(node, display, item_name, site.quote)
+        for guard, node, display in self._guards:
+            line, column, _, _ = context.node_range(node)
+            guard.line = line
+            text = context.lines.line_text(line)
+            if text[:column].strip():
+                continue  # the `if` shares its line with other code
+            guard.offset, guard.indent = context.lines.offset(line, 0), text[:column]
+            if display is not None:
+                start, end = context.node_offsets(node)
+                built = context.node_offsets(display)[0]
+                # After an early `if not main: return`, what follows it runs on the main process only.
+                guard.display_inside = start <= built and (built < end or _is_early(node))
         for load, node in self._loads:
             line, column, end_line, end_column = context.node_range(node)
             load.line = line
+            load.span = (column + 1, end_line, end_column + 1, *context.node_offsets(node))
             if load.parameter is not None:
                 continue
             text = context.lines.line_text(line)
@@ -811,6 +962,23 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             return EntryEdit([(value_end, value_end, ","), (after_last, after_last, indent + entry + newline)])
         # The brace closes on the last entry's line (`"b": 2}`): a new line before it.
         return EntryEdit([(value_end, value_end, "," + newline + indent + entry)])
+
+
+def _only_returns(statements) -> bool:
+    """A block that only returns (`return`, `return None`)."""
+    found = False
+    for statement in statements:
+        small = statement.body if type(statement) is cst.SimpleStatementLine else (statement,)
+        for item in small:
+            if type(item) is not cst.Return or (item.value is not None and literal(item.value) is not None):
+                return False
+            found = True
+    return found
+
+
+def _is_early(node: cst.If) -> bool:
+    """`if not is_main_process(): return`: the code after it, not in it, runs on the main process only."""
+    return node.orelse is None and main_process_test(node.test) is False
 
 
 def _code(context: "FileContext", node: cst.CSTNode) -> str:

@@ -88,6 +88,7 @@ from torchdet_lint.model.named import (
 from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.processes import (
     FORK,
+    INDEXING_LAUNCHERS,
     LAUNCHERS,
     POOL_METHODS,
     PROCESS_CLASSES,
@@ -1232,7 +1233,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if target is None:
             return None
         code = self.context.module.code_for_node
-        spawn = Spawn(target, method, code(expression), _spelling(node.func))
+        spawn = Spawn(target, method, code(expression), _spelling(node.func), indexed=qualified in INDEXING_LAUNCHERS)
         spawn.passed = self._functions_passed(node, expression)
         self.function.spawns.append(spawn)
         self.spawn_calls.append((node, spawn))
@@ -1620,7 +1621,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
             names += [p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
             top = block_top_line(context.lines, line, indent)
-            self.summary.function_tops[name] = FunctionTop(context.lines.offset(top, 0), top, indent, names + module_names)
+            positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+            self.summary.function_tops[name] = FunctionTop(
+                context.lines.offset(top, 0), top, indent, names + module_names, positional
+            )
 
     def _lines(self, tree: ast.Module) -> None:
         """Lines of the recorded sites: the i-th call (assignment) visited is the

@@ -28,6 +28,16 @@ LAUNCHERS = {
     "torch.multiprocessing.spawn.start_processes": ("fn", 0),
     "torch.distributed.elastic.multiprocessing.start_processes": ("entrypoint", 1),
 }
+# Launchers that call the function with the process's index first (`fn(i, *args)`): in a distributed
+# run, that index is the rank on its node.
+INDEXING_LAUNCHERS = frozenset(
+    {
+        "torch.multiprocessing.spawn",
+        "torch.multiprocessing.spawn.spawn",
+        "torch.multiprocessing.start_processes",
+        "torch.multiprocessing.spawn.start_processes",
+    }
+)
 # Executors that run what they are handed as a job of its own (a SLURM job, a local subprocess):
 # the training process is the job, so its seeds and flags belong at the top of what runs there.
 REMOTE_EXECUTORS = frozenset({"submitit.AutoExecutor", "submitit.SlurmExecutor", "submitit.LocalExecutor"})

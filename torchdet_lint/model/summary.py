@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.model.checkpoints import ResumeFacts
+    from torchdet_lint.model.rank_order import RankOrderFacts
+    from torchdet_lint.model.resume_data import ResumeDataFacts
 
 MODULE_KEY = "<module>"  # module-level code outside the main block
 MAIN_KEY = "<main>"  # the `if __name__ == "__main__":` block
@@ -64,6 +66,8 @@ class Spawn:
     end_offset: int = 0
     # First-party functions handed to the started function as arguments: it may call them.
     passed: List[str] = field(default_factory=list)
+    # The launcher passes the process's index as the function's first argument (`mp.spawn`): the rank.
+    indexed: bool = False
 
 
 @dataclass
@@ -74,6 +78,7 @@ class FunctionTop:
     line: int
     indent: str
     names: List[str]  # its parameters and the module's names: what an inserted line may use
+    positional: List[str] = field(default_factory=list)  # its positional parameters, in order
 
 
 @dataclass
@@ -302,6 +307,9 @@ class FileSummary:
     set_epoch: List[Tuple[str, str]] = field(default_factory=list)
     # Checkpoints, optimizer loads, RNG state reads, loader generators, reseeding loops (TDL008).
     resume: Optional["ResumeFacts"] = None
+    # Loops over loaders, skips and restored positions (TDL010); orders the ranks share (TDL011).
+    resume_data: Optional["ResumeDataFacts"] = None
+    rank_order: Optional["RankOrderFacts"] = None
 
     def function(self, key: str) -> FunctionSummary:
         summary = self.functions.get(key)

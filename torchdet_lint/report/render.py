@@ -27,6 +27,8 @@ _HEADINGS = {
     "hidden-order": ("hidden", "order"),
     "compiled-code": ("compiled", "code"),
     "eval-dropout": ("eval", "dropout"),
+    "resume-data-position": ("resume", "data pos."),
+    "rank-order": ("rank", "order"),
 }
 _CELL = {OK: "ok", MISSING: "missing", NOT_NEEDED: "-", UNKNOWN: "unknown", IGNORED: "ignored", OPT_IN: "opt-in"}
 # Green, bold red, dim (as the diagnostics' output); yellow for what needs a look.

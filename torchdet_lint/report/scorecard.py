@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+from torchdet_lint.checks.seeding.rank_order import distributed_setup, draws_reached
+from torchdet_lint.checks.seeding.resume_data import resumes
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.checkpoints import load_node, optimizer_loads
@@ -37,6 +39,8 @@ CHECKS = (
     "hidden-order",
     "compiled-code",
     "eval-dropout",
+    "resume-data-position",
+    "rank-order",
 )
 SEED_CHECKS = {"torch-seed": ("TDL001", "torch"), "random-seed": ("TDL002", "random"), "numpy-seed": ("TDL003", "numpy")}
 # Checks that are `missing` when a finding of these codes lies in code the entry point reaches.
@@ -50,6 +54,8 @@ FINDING_CHECKS = {
     "hidden-order": frozenset({"TDL106", "TDL107"}),
     "compiled-code": frozenset({"TDL306"}),
     "eval-dropout": frozenset({"TDL009"}),
+    "resume-data-position": frozenset({"TDL010"}),
+    "rank-order": frozenset({"TDL011"}),
 }
 # What the report needs computed, whatever the selection: added to it.
 REPORT_CODES: FrozenSet[str] = frozenset({"TDL001", "TDL002", "TDL003", "TDL302"}).union(*FINDING_CHECKS.values())
@@ -282,6 +288,8 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             MISSING,
             evidence or [Evidence(entry.path, entry.line, "nothing reached enables `torch.use_deterministic_algorithms`")],
         )
+    if check in OWN_PLACES:
+        return OWN_PLACES[check](project, entry, nodes, findings, incomplete)
     found = findings.reached(FINDING_CHECKS[check], nodes)
     if found:
         return CheckResult(MISSING, _from_diagnostics(found))
@@ -290,6 +298,57 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         # saw (benchmark set off, the target torch's cuBLAS) stands.
         return _unknown(project, entry, "what it runs there was not checked")
     return _clear(check, project, entry, reach, nodes)
+
+
+def _at(findings: _Findings, code: str, places: Set[Tuple[str, int]]) -> List[Diagnostic]:
+    """The findings of `code` at these places (a project rule's findings are placed by its facts,
+    not by the function spans, which files without file-rule findings lack)."""
+    return [diagnostic for diagnostic, _ in findings.by_code.get(code, ()) if (diagnostic.path, diagnostic.line) in places]
+
+
+def _resume_data_position(project: Project, entry: EntryPoint, nodes, findings: _Findings, incomplete: bool) -> CheckResult:
+    """TDL010: `missing` at a resume of the entry point that replays an epoch's batches."""
+    reached = [place for place in resumes(project) if place.node in nodes]
+    found = _at(findings, "TDL010", {(place.path, place.line) for place in reached})
+    if found:
+        return CheckResult(MISSING, _from_diagnostics(found))
+    if incomplete:
+        return _unknown(project, entry, "what it resumes and saves there was not checked")
+    if not reached:
+        return CheckResult(
+            NOT_NEEDED,
+            [Evidence(entry.path, entry.line, NEVER_RESUMES)],
+        )
+    return CheckResult(
+        OK,
+        [
+            Evidence(place.path, place.line, f"resumes here ({place.text}); no mid-epoch checkpoint lacks its position")
+            for place in reached[:MAX_EVIDENCE]
+        ],
+    )
+
+
+def _rank_order(project: Project, entry: EntryPoint, nodes, findings: _Findings, incomplete: bool) -> CheckResult:
+    """TDL011: `missing` where reached code draws an order the ranks must share differently per rank."""
+    found = _at(findings, "TDL011", draws_reached(project, nodes))
+    if found:
+        return CheckResult(MISSING, _from_diagnostics(found))
+    if incomplete:
+        return _unknown(project, entry, "what it runs there was not checked")
+    setup = distributed_setup(project, nodes)
+    if setup is None:
+        return CheckResult(
+            NOT_NEEDED,
+            [Evidence(entry.path, entry.line, "not distributed: reaches no process group, DDP, Accelerate or torchrun variable")],
+        )
+    return CheckResult(
+        OK, [_evidence(project, setup, f"distributed ({setup.site.text}), and every order the ranks share is drawn alike")]
+    )
+
+
+NEVER_RESUMES = "never resumes: reaches no optimizer `load_state_dict` nor `accelerator.load_state`"
+# Columns whose project rule places its findings itself.
+OWN_PLACES = {"resume-data-position": _resume_data_position, "rank-order": _rank_order}
 
 
 def _clear(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes) -> CheckResult:

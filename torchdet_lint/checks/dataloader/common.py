@@ -7,11 +7,13 @@ from typing import Optional
 import libcst as cst
 
 from torchdet_lint.core.call_edits import with_keywords
-from torchdet_lint.core.diagnostics import Applicability, FixBuilder
+from torchdet_lint.core.diagnostics import TIED_TO_TORCH_SEED, Applicability, FixBuilder
 from torchdet_lint.core.names import has_star_args
 from torchdet_lint.core.rule import Rule
 
 GENERATOR_EXPRESSION = "{torch}.Generator().manual_seed({torch}.initial_seed())"
+# The generator fix's `extra`: the project phase makes it unsafe where a spawned run leaves torch unseeded.
+TIED = {TIED_TO_TORCH_SEED: True}
 WORKER_RESEEDS_NUMPY = (1, 9)  # torch 1.9 made workers seed NumPy's global RNG
 
 

@@ -6,7 +6,7 @@ from typing import Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.checks.dataloader.common import TIED, generator_fix
 from torchdet_lint.core.diagnostics import KEPT_IF_REEXPORTED
 from torchdet_lint.core.names import arg_value, find_arg, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
@@ -44,6 +44,14 @@ class DataLoaderWithoutGenerator(Rule):
     another order, whatever else draws from the global generator. It adds
     `import torch` when needed.
 
+    The generator the fix builds is only as reproducible as torch's seed. In
+    a function started in a new process (`mp.spawn`, a `"spawn"` pool; see
+    TDL001) that never seeds torch, `torch.initial_seed()` comes from the
+    operating system, once per process and run: the fix would look done and
+    the order would still change with every run, and every rank would get
+    another one. There the fix is unsafe (applied with `--unsafe-fixes`,
+    together with TDL001's seeding), and the message says why.
+
     ## Known problems
     Arguments passed through `**kwargs` are not seen: such a loader is not
     reported. A DataLoader subclass defined in the same file is a DataLoader
@@ -64,7 +72,7 @@ class DataLoaderWithoutGenerator(Rule):
     code = "TDL101"
     name = "dataloader-without-generator"
     summary = "a shuffling DataLoader has no `generator=`: its order depends on every other use of the global RNG"
-    fix_availability = FixAvailability.SAFE
+    fix_availability = FixAvailability.SOMETIMES
     bad = (
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n",
         "from torch.utils.data import DataLoader, RandomSampler\nloader = DataLoader(ds, sampler=RandomSampler(ds))\n",
@@ -102,7 +110,7 @@ class DataLoaderWithoutGenerator(Rule):
         how = loader_shuffles(node, resolve, loader)
         if how is None or find_arg(node, "generator") is not None:
             return
-        extra = {KEPT_IF_REEXPORTED: reexported} if reexported else None
+        extra = {**TIED, KEPT_IF_REEXPORTED: reexported} if reexported else dict(TIED)
         if how == "shuffle":
             self.report(
                 node,

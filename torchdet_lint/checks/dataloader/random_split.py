@@ -6,7 +6,7 @@ from typing import Set
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import generator_fix
+from torchdet_lint.checks.dataloader.common import TIED, generator_fix
 from torchdet_lint.core.diagnostics import KEPT_IF_REEXPORTED
 from torchdet_lint.core.names import arg_value, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
@@ -38,6 +38,16 @@ class UnseededRandomSplit(Rule):
     Safe: adds `generator=torch.Generator().manual_seed(torch.initial_seed())`
     (and `import torch` when needed), tying the split to the program's seed.
 
+    The generator the fix builds is only as reproducible as torch's seed. In
+    a function started in a new process (`mp.spawn`, a `"spawn"` pool; see
+    TDL001) that never seeds torch, `torch.initial_seed()` comes from the
+    operating system, once per process and run: the fix would look done and
+    the order would still change with every run, and every rank would get
+    another one. There the fix is unsafe (applied with `--unsafe-fixes`,
+    together with TDL001's seeding), and the message says why. In a distributed run whose ranks seed torch differently
+    (`seed + rank`), the split seeded from `torch.initial_seed()` differs per
+    rank: TDL011 then takes rank 0's seed for it.
+
     ## Known problems
     A generator passed through `**kwargs` is not seen; such a call is not
     reported. A module of the project that imports one of these from torch
@@ -57,7 +67,7 @@ class UnseededRandomSplit(Rule):
     name = "unseeded-random-split"
     summary = "a random split or sampler without `generator=` draws from the global RNG"
     trigger_words = last_names(RANDOM_SAMPLERS | {"torch.utils.data.random_split"})
-    fix_availability = FixAvailability.SAFE
+    fix_availability = FixAvailability.SOMETIMES
     bad = (
         "from torch.utils.data import random_split\ntrain, val = random_split(ds, [0.8, 0.2])\n",
         "from torch.utils.data import RandomSampler\nsampler = RandomSampler(ds)\n",
@@ -97,5 +107,5 @@ class UnseededRandomSplit(Rule):
             node,
             f"`{what}` without `generator=` draws from the global torch RNG: the result changes with every other use of it",
             generator_fix(self, node, "Add `generator=torch.Generator().manual_seed(torch.initial_seed())`"),
-            extra={KEPT_IF_REEXPORTED: reexported} if reexported else None,
+            extra={**TIED, KEPT_IF_REEXPORTED: reexported} if reexported else dict(TIED),
         )

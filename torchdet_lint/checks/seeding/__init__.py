@@ -2,13 +2,16 @@
 rules, followed through the module graph), and, per file, late seeds,
 unseeded RNG objects, `PYTHONHASHSEED` set too late, unstable seed values and
 functional dropout that stays on after `model.eval()`; checkpoints of
-resumable runs without the RNG states (a project rule).
+resumable runs without the RNG states, resumes that replay an epoch's batches
+and orders the ranks of a distributed run draw differently (project rules).
 One module per rule (TDL001-TDL003 share one).
 """
 
 from torchdet_lint.checks.seeding.checkpoint_rng import CheckpointWithoutRngState
 from torchdet_lint.checks.seeding.functional_dropout import FunctionalDropoutAlwaysOn
 from torchdet_lint.checks.seeding.pythonhashseed import IneffectivePythonHashSeed
+from torchdet_lint.checks.seeding.rank_order import RankDivergentOrder
+from torchdet_lint.checks.seeding.resume_data import ResumeReplaysData
 from torchdet_lint.checks.seeding.rng_object import UnseededRngObject
 from torchdet_lint.checks.seeding.seed_after_use import SeedAfterRngUse
 from torchdet_lint.checks.seeding.unseeded_global_rng import (
@@ -28,4 +31,6 @@ __all__ = [
     "UnstableSeedValue",
     "CheckpointWithoutRngState",
     "FunctionalDropoutAlwaysOn",
+    "ResumeReplaysData",
+    "RankDivergentOrder",
 ]

@@ -23,11 +23,17 @@ from torchdet_lint.model.checkpoints import (
     wrapped_checkpoints,
 )
 from torchdet_lint.model.project import EntryPoint, Located, Node, Project
+from torchdet_lint.model.ranks import DISTRIBUTED_SETUP
 from torchdet_lint.model.summary import MAIN_KEY, MODULE_KEY, Site
 
 Loads = List[Tuple[str, OptimizerLoad]]  # (file, optimizer load)
 SAVE_HELPER = "rng_state_dict"
 LOAD_HELPER = "load_rng_state_dict"
+GATHERED = "rng_state"  # the name a per-rank fix binds the gathered states to, before the main-process test
+# Helper kinds beside the states: every rank's states gathered (a distributed run), and generators
+# that may still be None (a loader that TDL101/TDL104's fix gives one).
+RANKS = "ranks"
+OPTIONAL = "optional"
 WORDS = {
     "torch": "torch's CPU generator",
     "cuda": "the CUDA generators",
@@ -137,15 +143,66 @@ class CheckpointWithoutRngState(ProjectRule):
     The restore moves the tensors to the CPU first, so a checkpoint loaded
     with `map_location="cuda"` restores too.
 
+    In a distributed run each process draws its own streams, and usually
+    only the main process writes the checkpoint (`if rank == 0:`,
+    `if dist.get_rank() == 0`, `if is_main_process():`,
+    `if accelerator.is_main_process:`, an early `if rank != 0: return`, or a
+    save function such as `save_on_master` that tests it) while every rank
+    loads it. Saving the main process's states and restoring them on every
+    rank would make all ranks draw the same dropout masks, noise and
+    augmentations: further from the uninterrupted run than no fix. So when
+    the save runs on the main process only, or the run sets up a process
+    group (DDP, FSDP, Accelerate, Fabric, DeepSpeed), the helpers gather
+    every rank's states: `rng_state_dict()` returns a list by rank, built
+    with `torch.distributed.all_gather_object` (one process outside a
+    process group: a list of one), and `load_rng_state_dict` restores the
+    entry of the process's own rank (a rank the checkpoint has no entry for,
+    after a restart with more processes, goes on with fresh streams). One
+    file holds them all: the save and the load stay as they are, where one
+    file per rank would need a path per rank at both ends. A gather is a
+    collective that every rank must call: the fix binds
+    `rng_state = rng_state_dict()` on the line before the main-process test
+    (or assigns `checkpoint["rng_state"] = rng_state_dict()` there, when the
+    dict is built before the test) and puts that name in the checkpoint. A
+    dict handed to a save function that tests the rank inside is built on
+    every rank already: the call goes in the dict. When the function that
+    builds and saves the checkpoint is itself called on the main process
+    only, no fix is offered and the message says where to gather. The
+    gathered states travel pickled: with NCCL, `all_gather_object` uses the
+    current CUDA device, which `torch.cuda.set_device(local_rank)` sets.
+
+    A loader or random sampler bound to a name (`loader = DataLoader(ds,
+    shuffle=True, ...)`, `sampler = RandomSampler(ds, ...)`) whose generator
+    is built in the call, as TDL101's and TDL104's fix builds it, draws its
+    order from that generator: its state is needed as `loader.generator`.
+    One without a generator yet is passed to the helpers as
+    `loader.generator` too (None until that fix gives it one; the helpers
+    skip a None generator), so the fixes compose in either order: after
+    both, the checkpoint holds the generator's state and a re-lint reports
+    nothing. (A `random_split` draws once, when the program starts: it needs
+    no state.)
+
     No fix when the dict already
     has an `"rng_state"` key, when a needed generator's name is not bound at
     the save and at the restore, in notebooks, or when a helper of that name
-    exists but does not save those states. A load in another file than the
-    save is not edited, nor a load in a helper handed the optimizer (it loads
-    whatever it is given, often in a loop): the fix title says to call
-    `load_rng_state_dict` there.
+    exists but does not save those states (or, for a distributed run, does
+    not gather them). No fix either when a load that the runs reaching the
+    save reach cannot get the restore: in another module than the save, in a
+    helper handed the optimizer (it loads whatever it is given, often in a
+    loop), or where no name bound from `torch.load(...)` holds the
+    checkpoint. A fix there would save states that nothing restores and
+    leave a helper nothing calls; the message names the load instead.
 
     ## Known problems
+    The main-process test is recognised by its shape: a rank (`rank`,
+    `local_rank`, `args.rank % ngpus_per_node`, `dist.get_rank()`,
+    `accelerator.process_index`, ...) compared with 0 or `in (-1, 0)`, a
+    predicate such as `is_main_process`, `is_master`, `is_rank_zero`,
+    `is_global_zero`, alone or joined with `and`, or behind
+    `not dist.is_initialized() or`. In a distributed run, a save under
+    another test that names something rank-like (`if args.gpu == 0:`) gets
+    no fix (a gather under it could wait forever); one under a test that
+    names nothing rank-like is taken to run on every rank.
     A reseeding helper is recognised by its name (containing `seed`); one
     named otherwise is not seen, and the rule reports its loop's states. A run
     whose only torch draw is the model's initialisation still needs the CPU
@@ -211,7 +268,7 @@ class CheckpointWithoutRngState(ProjectRule):
         resumes = analysis.resume_loads()
         if not resumes:
             return
-        findings: List[Tuple[str, CheckpointSite, List[str], Loads]] = []
+        findings: List[Tuple[str, CheckpointSite, List[str], Loads, List[EntryPoint]]] = []
         for display in sorted(resume):
             if not project.is_reported(display):
                 continue
@@ -229,12 +286,17 @@ class CheckpointWithoutRngState(ProjectRule):
                     for path, load in resumes
                     if any(load_node(path, load) in analysis.nodes(entry) for entry in runs)
                 ]
-                findings.append((display, site, missing, own or resumes))
+                findings.append((display, site, missing, own or resumes, runs))
         # The helpers a module gets hold what all of its checkpoints need (one text: one insertion).
         module_states: Dict[str, Set[str]] = {}
-        for display, _, missing, _ in findings:
-            module_states.setdefault(display, set()).update(_helper_kind(state) for state in missing)
-        for display, site, missing, loads in findings:
+        for display, site, missing, _, runs in findings:
+            kinds = module_states.setdefault(display, set())
+            kinds.update(_helper_kind(state) for state in missing)
+            if analysis.fix_generators(display, site, runs):
+                kinds.update(("generators", OPTIONAL))
+            if analysis.per_rank(display, site, runs):
+                kinds.add(RANKS)
+        for display, site, missing, loads, runs in findings:
             path, load = loads[0]
             where = project.where(Located(path, Site(load.line, "")))
             named = {state: state[len(GENERATOR) :] for state in missing if state.startswith(GENERATOR)}
@@ -244,9 +306,19 @@ class CheckpointWithoutRngState(ProjectRule):
             message = (
                 f"{saved} with the optimizer state but not the state of {_join(words)}: training resumed from it "
                 f"(`{load.receiver}.load_state_dict` at {where}) draws other random numbers than an uninterrupted run; "
-                f"save {_join(reads)} in it and restore {'them' if len(reads) > 1 else 'it'} after the load"
             )
-            fix = _Fixer(project, analysis, display, resume[display]).fix(site, missing, module_states[display], loads)
+            if RANKS in module_states[display] and analysis.per_rank(display, site, runs):
+                who = analysis.writer(site)
+                message += (
+                    f"save every rank's {_join(reads)} in it ({who}, and each process draws its own streams) and "
+                    "restore each rank's own after the load: restoring one rank's states everywhere makes the ranks draw alike"
+                )
+            else:
+                message += f"save {_join(reads)} in it and restore {'them' if len(reads) > 1 else 'it'} after the load"
+            fixer = _Fixer(project, analysis, display, resume[display])
+            fix = fixer.fix(site, missing, module_states[display], loads, runs)
+            if fix is None and fixer.withheld:
+                message += f"; no fix offered: {fixer.withheld}"
             diagnostic = Diagnostic(
                 path=display,
                 line=site.line,
@@ -333,6 +405,65 @@ class _Analysis:
         order = {kind: index for index, kind in enumerate(STATE_KINDS)}
         return sorted(needed, key=lambda state: (order.get(state, len(order)), state))
 
+    def distributed(self, runs: List[EntryPoint]) -> bool:
+        """Whether the runs set up a process group (or DDP, Accelerate, Fabric, DeepSpeed): each
+        process then draws its own streams."""
+        for entry in runs:
+            for display, key in self.nodes(entry):
+                function = self.project.summaries[display].functions.get(key)
+                if function is not None and any(call in DISTRIBUTED_SETUP for call in function.calls):
+                    return True
+        return False
+
+    def per_rank(self, display: str, site: CheckpointSite, runs: List[EntryPoint]) -> bool:
+        """Whether the checkpoint must hold every rank's states: one process writes it (the main
+        one), or the run is distributed."""
+        if site.rank_guard is not None:
+            return True
+        facts = self.resume
+        if any(key in facts[path].guarded_savers for path, key in self.savers.get(id(site), ()) if path in facts):
+            return True
+        return self.distributed(runs)
+
+    def writer(self, site: CheckpointSite) -> str:
+        """Who writes a per-rank checkpoint, for the message."""
+        guard = site.rank_guard
+        if guard is not None:
+            how = f"after `if {guard.text}: return`" if guard.early else f"under `if {guard.text}:`"
+            return f"only the main process writes it, {how} at line {guard.line}"
+        for path, key in self.savers.get(id(site), ()):
+            if path in self.resume and key in self.resume[path].guarded_savers:
+                return f"only the main process writes it, in `{key}` ({path})"
+        return "a distributed run"
+
+    def called_on_main_only(self, display: str, site: CheckpointSite, runs: List[EntryPoint]) -> Optional[str]:
+        """Where a reached function calls the checkpoint's function on the main process only
+        (`if rank == 0: save_checkpoint(...)`): `path (`caller`)`, else None."""
+        node = (display, site.key)
+        for entry in runs:
+            for caller in sorted(self.nodes(entry)):
+                facts = self.resume.get(caller[0])
+                for target in facts.guarded_calls.get(caller[1], ()) if facts is not None else ():
+                    if node in self.project.resolve(caller[0], target):
+                        return f"`{caller[1]}` ({caller[0]})"
+        return None
+
+    def fix_generators(self, display: str, site: CheckpointSite, runs: List[EntryPoint]) -> List[str]:
+        """`loader.generator` of the shuffling loaders and random samplers without a generator built
+        in the save's function (or, for `self.` attributes, its class), which TDL101/TDL104's fix
+        gives one: saved too, so that the fixes compose."""
+        facts = self.resume[display]
+        owner = site.key.rpartition(".")[0]
+        found: List[str] = []
+        for key, names in sorted(facts.fix_generators.items()):
+            if not any((display, key) in self.nodes(entry) for entry in runs):
+                continue
+            for name in names:
+                mine = key == site.key or (name.startswith("self.") and owner and key.rpartition(".")[0] == owner)
+                if mine and name not in found:
+                    found.append(name)
+        return found
+
     def _seeded_by(self, display: str, target: str) -> Set[str]:
         """What a first-party seeding helper seeds (through what it reaches)."""
         seeded: Set[str] = set()
@@ -394,6 +525,7 @@ class _Fixer:
         self.facts = facts
         self.summary = project.summaries[display]
         self.edits: List[Edit] = []
+        self.withheld = ""  # why no fix is offered, when the message should say it
 
     def _module(self, module: str, preferred: str) -> Optional[str]:
         """The module-level name of `module`, adding its import when needed (None: no clean way)."""
@@ -407,32 +539,52 @@ class _Fixer:
         self.edits.append(Edit(planned[0], planned[0], planned[1].replace("\r\n", "\n")))
         return preferred
 
-    def fix(self, site: CheckpointSite, missing: List[str], kinds: Set[str], loads: Loads) -> Optional[Fix]:
-        if site.entry is None or self.summary.is_notebook or self.display.endswith(".ipynb"):
+    def fix(
+        self, site: CheckpointSite, missing: List[str], kinds: Set[str], loads: Loads, runs: List[EntryPoint]
+    ) -> Optional[Fix]:
+        if site.key_taken or self.summary.is_notebook or self.display.endswith(".ipynb"):
             return None
         generators = [state[len(GENERATOR) :] for state in missing if state.startswith(GENERATOR)]
         module_names = set(self.facts.module_names)
-        if not all(name.split(".")[0] in site.bound or name.split(".")[0] in module_names for name in generators):
+
+        def named(name: str, bound: List[str]) -> bool:
+            return name.split(".")[0] in bound or name.split(".")[0] in module_names
+
+        if not all(named(name, site.bound) for name in generators):
             return None  # a generator the save cannot name
+        # Generators a loader gets from TDL101/TDL104's fix (None until then): passed where both ends name them.
+        optional = [
+            name
+            for name in self.analysis.fix_generators(self.display, site, runs)
+            if name not in generators and named(name, site.bound)
+        ]
         # One restore per loaded checkpoint, after its last optimizer load (a GAN loads two).
         last: Dict[Tuple[str, str], OptimizerLoad] = {}
         for path, load in loads:
-            if path == self.display and load.checkpoint and load.restore_offset is not None:
-                if "." + LOAD_HELPER not in getattr(self.summary.functions.get(load.key), "calls", ()):
-                    known = last.get((load.key, load.checkpoint))
-                    if known is None or known.restore_offset < load.restore_offset:
-                        last[(load.key, load.checkpoint)] = load
+            if "." + LOAD_HELPER in getattr(self.project.summaries[path].functions.get(load.key), "calls", ()):
+                continue  # it restores already
+            if path != self.display or not load.checkpoint or load.restore_offset is None:
+                # A fix that saves what nothing restores would leave a helper that nothing calls.
+                self.withheld = self._unrestorable(path, load)
+                return None
+            known = last.get((load.key, load.checkpoint))
+            if known is None or known.restore_offset < load.restore_offset:
+                last[(load.key, load.checkpoint)] = load
         restores = sorted(last.values(), key=lambda load: load.restore_offset)
         for load in restores:
-            if not all(name.split(".")[0] in load.bound or name.split(".")[0] in module_names for name in generators):
+            if not all(named(name, load.bound) for name in generators):
                 return None  # a generator the restore cannot name
+            optional = [name for name in optional if named(name, load.bound)]
+        per_rank = RANKS in kinds
         defined = {name for name in (SAVE_HELPER, LOAD_HELPER) if name in module_names}
         if defined == {SAVE_HELPER, LOAD_HELPER}:
             saves = self.analysis.helper_saves(self.display, SAVE_HELPER)
             if saves is None or not {_helper_kind(state) for state in missing} <= saves:
                 return None  # the module's helper does not save these states
-            if generators and GENERATOR + "generator" not in saves:
+            if (generators or optional) and GENERATOR + "generator" not in saves:
                 return None  # not the pair this fix writes: whether it takes the generators is unknown
+            if per_rank and not self._gathers(SAVE_HELPER):
+                return None  # a pair that keeps one process's states: restoring them everywhere collapses the ranks' streams
         elif defined:
             return None  # half a pair: its format is unknown
         else:
@@ -443,23 +595,77 @@ class _Fixer:
             prefix = "\n" if facts.helper_at_eof else ""
             suffix = "" if facts.helper_at_end else "\n" * max(0, 2 - facts.helper_blank_after)
             self.edits.append(Edit(facts.helper_offset, facts.helper_offset, prefix + "\n\n" + helpers + suffix))
-        arguments = "".join(", " + name for name in generators)
+        arguments = "".join(", " + name for name in generators + optional)
         call = f"{SAVE_HELPER}({arguments[2:]})"
-        entry = site.entry
-        chosen = entry.wide if entry.wide is not None and entry.room is not None and len(call) > entry.room else entry.edits
-        for start, end, text in chosen:
-            self.edits.append(Edit(start, end, text.replace("\r\n", "\n").replace(VALUE, call)))
         quote = site.quote
+        key = f"{quote}{KEY}{quote}"
+        guard = site.rank_guard if per_rank else None
+        value: Optional[str] = call
+        if guard is not None:
+            # Gathering is a collective: every rank calls it, before the test that lets one save.
+            if guard.offset is None:
+                return None  # the test shares its line with other code: no line can go before it
+            if site.name is not None and not guard.display_inside:
+                self.edits.append(Edit(guard.offset, guard.offset, f"{guard.indent}{site.name}[{key}] = {call}\n"))
+                value = None
+            elif GATHERED in site.bound or site.entry is None:
+                return None  # the name the gathered states would take is in use, or no entry can be added
+            else:
+                self.edits.append(Edit(guard.offset, guard.offset, f"{guard.indent}{GATHERED} = {call}\n"))
+                value = GATHERED
+        elif site.entry is None:
+            return None
+        elif per_rank and site.doubtful:
+            self.withheld = (
+                f"the save runs under `if {site.doubtful}:`, which may let only some processes through; gathering every "
+                f"rank's states there could wait forever: call `{SAVE_HELPER}()` on every rank before that test"
+            )
+            return None
+        elif per_rank:
+            caller = self.analysis.called_on_main_only(self.display, site, runs)
+            if caller is not None:
+                self.withheld = (
+                    f"{caller} runs the save on the main process only, where gathering every rank's states would wait "
+                    "forever for the other ranks: gather them on every rank before that test and hand them to the save"
+                )
+                return None
+        if value is not None:
+            entry = site.entry
+            chosen = entry.wide if entry.wide is not None and entry.room is not None and len(value) > entry.room else entry.edits
+            for start, end, text in chosen:
+                self.edits.append(Edit(start, end, text.replace("\r\n", "\n").replace(VALUE, value)))
         for load in restores:
             indent, unit = load.indent, self.facts.indent_unit
-            key = f"{quote}{KEY}{quote}"
             text = f"{indent}if {key} in {load.checkpoint}:\n{indent}{unit}{LOAD_HELPER}({load.checkpoint}[{key}]{arguments})\n"
             self.edits.append(Edit(load.restore_offset, load.restore_offset, text))
-        if restores:
+        if per_rank:
+            where = f" (gathered on every rank before `if {guard.text}:`)" if guard is not None else " (gathered from every rank)"
+            title = f"Save every rank's RNG states in the checkpoint under `{KEY}`{where}"
+            title += " and restore each rank's own after the optimizer load" if restores else ""
+        elif restores:
             title = f"Save the RNG states in the checkpoint under `{KEY}` and restore them after the optimizer load"
         else:
-            title = f"Save the RNG states in the checkpoint under `{KEY}` (restore them with `{LOAD_HELPER}` where it is loaded)"
+            title = f"Save the RNG states in the checkpoint under `{KEY}`"
         return Fix(title, Applicability.UNSAFE, merge_edits(self.edits))
+
+    def _unrestorable(self, path: str, load: OptimizerLoad) -> str:
+        """Why the fix cannot restore the states after this load."""
+        where = self.project.where(Located(path, Site(load.line, "")))
+        if path != self.display:
+            why = "another module than the save"
+        elif load.parameter is not None:
+            why = "a helper that loads whatever optimizer it is handed"
+        else:
+            why = "a function with no name bound from `torch.load(...)` to read the states from"
+        return (
+            f"the optimizer's state is loaded at {where}, in {why}, where this fix cannot restore the states "
+            "(restore them right after that load)"
+        )
+
+    def _gathers(self, name: str) -> bool:
+        """Whether the module's helper gathers every rank's states."""
+        function = self.summary.functions.get(name)
+        return function is not None and any(call.endswith("all_gather_object") for call in function.calls)
 
     def _helpers(self, kinds: Set[str], quote: str) -> Optional[str]:
         """The `rng_state_dict` / `load_rng_state_dict` pair for these states, with the module's names."""
@@ -472,24 +678,45 @@ class _Fixer:
 
 
 def helper_source(kinds: Set[str], quote: str = '"', torch: str = "torch", random: str = "random", numpy: str = "np") -> str:
-    """The helper pair's source for these states ("torch", "cuda", "random", "numpy", "generators")."""
+    """The helper pair's source for these states ("torch", "cuda", "random", "numpy", "generators"),
+    gathered from every rank with "ranks", taking generators that may be None with "optional"."""
 
     def key(name: str) -> str:
         return f"{quote}{name}{quote}"
 
     generators = "generators" in kinds
-    save = [
-        f"def {SAVE_HELPER}({'*generators' if generators else ''}):",
-        '    """The random number generators\' states, in types that `torch.load` reads',
-        "    with `weights_only=True`" + (" (NumPy's key array as a tensor)." if "numpy" in kinds else ".") + '"""',
-    ]
+    ranks = RANKS in kinds
+    numpy_note = " (NumPy's key array as a tensor)." if "numpy" in kinds else "."
+    if ranks:
+        save = [
+            f"def {SAVE_HELPER}({'*generators' if generators else ''}):",
+            '    """Every process\'s random number generator states, by rank, in types that',
+            "    `torch.load` reads with `weights_only=True`" + numpy_note,
+            '    Call it on every rank: it gathers them."""',
+        ]
+    else:
+        save = [
+            f"def {SAVE_HELPER}({'*generators' if generators else ''}):",
+            '    """The random number generators\' states, in types that `torch.load` reads',
+            "    with `weights_only=True`" + numpy_note + '"""',
+        ]
     if "numpy" in kinds:
         save.append(f"    _, keys, pos, has_gauss, gauss = {numpy}.random.get_state()")
-    save.append("    return {")
+    save.append("    state = {" if ranks else "    return {")
     load = [
-        f"def {LOAD_HELPER}(state{', *generators' if generators else ''}):",
-        f'    """Restores the states that `{SAVE_HELPER}` saved."""',
+        f"def {LOAD_HELPER}({'states' if ranks else 'state'}{', *generators' if generators else ''}):",
     ]
+    if ranks:
+        load += [
+            f'    """Restores the states that `{SAVE_HELPER}` saved for this process\'s rank."""',
+            f"    distributed = {torch}.distributed.is_available() and {torch}.distributed.is_initialized()",
+            f"    rank = {torch}.distributed.get_rank() if distributed else 0",
+            "    if rank >= len(states):",
+            "        return  # saved by fewer processes: this one goes on with fresh streams",
+            "    state = states[rank]",
+        ]
+    else:
+        load.append(f'    """Restores the states that `{SAVE_HELPER}` saved."""')
     if "torch" in kinds:
         save.append(f"        {key('torch')}: {torch}.get_rng_state(),")
         load.append(f"    {torch}.set_rng_state(state[{key('torch')}].cpu())")
@@ -506,11 +733,27 @@ def helper_source(kinds: Set[str], quote: str = '"', torch: str = "torch", rando
             f"    keys = keys.cpu().numpy().astype({numpy}.uint32)",
             f"    {numpy}.random.set_state(({key('MT19937')}, keys, pos, has_gauss, gauss))",
         ]
-    if generators:
+    if generators and OPTIONAL in kinds:
+        # A loader's generator is None until TDL101/TDL104's fix gives it one.
+        save.append(f"        {key('generators')}: [g.get_state() if g is not None else None for g in generators],")
+        load += [
+            f"    for generator, generator_state in zip(generators, state[{key('generators')}]):",
+            "        if generator is not None and generator_state is not None:",
+            "            generator.set_state(generator_state.cpu())",
+        ]
+    elif generators:
         save.append(f"        {key('generators')}: [generator.get_state() for generator in generators],")
         load += [
             f"    for generator, generator_state in zip(generators, state[{key('generators')}]):",
             "        generator.set_state(generator_state.cpu())",
         ]
     save.append("    }")
+    if ranks:
+        save += [
+            f"    if not ({torch}.distributed.is_available() and {torch}.distributed.is_initialized()):",
+            "        return [state]",
+            f"    states = [None] * {torch}.distributed.get_world_size()",
+            f"    {torch}.distributed.all_gather_object(states, state)",
+            "    return states",
+        ]
     return "\n".join(save) + "\n\n\n" + "\n".join(load) + "\n"

@@ -21,7 +21,12 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
     if not insertion.valid or not needed:
         return None
     seed, guard = _seed_expression(project, entry, insertion, needed)
-    helper = _helper_call(project, entry, insertion, needed, seed)
+    rank = insertion.rank
+    if rank is not None:
+        # Every rank draws its own augmentations and noise; DDP broadcasts rank 0's parameters,
+        # and an order the ranks share comes from a generator of the shared seed (TDL011).
+        seed = f"{_operand(seed)} + {rank}"
+    helper = _helper_call(project, entry, insertion, needed, seed, per_rank=rank is not None)
     if helper is not None:
         return helper
     lines = []
@@ -42,7 +47,35 @@ def seeding_fix(project: Project, entry: EntryPoint, needed: List[str]) -> Optio
         if entry.spawn is None
         else f"at the start of `{entry.spawn.function}`, in the new process"
     )
+    if rank is not None:
+        where += f", from the shared seed plus the rank (`{seed}`)"
     return insertion.fix(f"Seed {_join([RNG_WORDS[k] for k in needed])} {where}", lines)
+
+
+def _operand(expression: str) -> str:
+    """`expression` as the left operand of `+`: in parentheses unless it binds tighter."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return f"({expression})"
+    looser = (ast.BitOr, ast.BitAnd, ast.BitXor, ast.LShift, ast.RShift)
+    if isinstance(tree, (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)) or (
+        isinstance(tree, ast.BinOp) and not isinstance(tree.op, looser)
+    ):
+        return expression
+    return f"({expression})"
+
+
+def spawned_guard(project: Project, entry: EntryPoint, insertion: Insertion, kind: str) -> str:
+    """The test a line inserted at the top of a spawned function sits under: the parent's own guard
+    of its seeding (`if args.seed is not None:`) when the names it uses are bound there. The flag
+    (`kind` "deterministic") follows the parent's flag when the parent sets one (unguarded), else
+    the seeding: a run started without a seed asked for neither."""
+    if entry.spawn is None or insertion.names is None:
+        return ""
+    if kind == "deterministic" and project.parent_only(entry, "deterministic") is not None:
+        return ""
+    return _seed_expression(project, entry, insertion, list(RNG_KINDS))[1]
 
 
 def _seed_expression(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str]) -> Tuple[str, str]:
@@ -72,8 +105,11 @@ def _free_names(expression: str) -> Set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
-def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: str) -> Optional[Fix]:
-    """Call an existing first-party seeding helper that covers the RNGs, when there is one."""
+def _helper_call(
+    project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str], seed: str, per_rank: bool = False
+) -> Optional[Fix]:
+    """Call an existing first-party seeding helper that covers the RNGs, when there is one (one that
+    takes the seed, when each rank needs its own)."""
     candidates = []
     scripts = {other.path for other in project.entry_points if other.path != entry.path}
     for (display, name), reach in project.seeding_helpers():
@@ -89,6 +125,8 @@ def _helper_call(project: Project, entry: EntryPoint, insertion: Insertion, need
         candidates.append((rank, display, name, required, has_seed))
     for _, display, name, required, has_seed in sorted(candidates):
         arguments = f"({seed})" if required == 1 else (f"(seed={seed})" if has_seed else "()")
+        if per_rank and arguments == "()":
+            continue  # it seeds every rank alike
         if display == entry.path:
             if not insertion.at_main:
                 continue  # after the imports, the helper is not defined yet
@@ -209,7 +247,18 @@ _FIX_SAFETY = """
     body, seeded from the parent's own seed expression when the names it uses
     are bound there (`args.seed` for a worker that receives `args`, under the
     parent's `if args.seed is not None:` when the parent guards it so), else
-    from config `seed`. When the project already has a first-party seeding helper that covers those generators (and takes at most
+    from config `seed`. Where the function receives its rank (the first
+    parameter of a function started by `mp.spawn` or `start_processes`, which
+    pass the process's index there, or a parameter named `rank`,
+    `local_rank`, `global_rank`, ...), the seed is the shared one plus the
+    rank (`torch.manual_seed(args.seed + rank)`), and the fix's title says
+    so: each rank then draws its own augmentations, noise and samples
+    instead of every GPU generating the same ones, and training loses
+    nothing, since DDP broadcasts rank 0's parameters at the start. An order
+    every rank must share (a sampler's permutation, a split) is then taken
+    from rank 0 by TDL011's fix, so the two compose. A seeding helper that
+    takes no seed is not called for such a worker (it would seed every rank
+    alike). When the project already has a first-party seeding helper that covers those generators (and takes at most
     a seed argument), the fix calls it instead. It is unsafe because it
     changes what the program computes: every run now gives the same numbers,
     which a sweep over random restarts may not want.
@@ -361,7 +410,12 @@ class UnseededTorch(_UnseededGlobalRng):
     function is defined in the file of the call that starts it (a fix edits
     one file). For a file
     listed in config `entry-points`, each of its module-level functions
-    counts as a start. `conftest.py` and `hubconf.py` are imported by
+    counts as a start. The rank added to a spawned worker's seed is the
+    process's index on its node under `mp.spawn` (ranks on different nodes
+    share it: pass the global rank as a parameter named `rank` to tell them
+    apart); a rank known only from `dist.get_rank()` after the process group
+    is set up cannot be used at the top of the function, so such a worker
+    is seeded with the shared seed. `conftest.py` and `hubconf.py` are imported by
     pytest and `torch.hub`: they are not scripts. A seed in a branch
     (`if args.seed is not None:`) counts as a seed.
 
