@@ -543,7 +543,7 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
             return None
         first = max(raising, key=lambda m: m.certain)
         verb = "raises" if first.certain else "may raise"
-        through = f" (it sums through `{first.via}`)" if first.via else ""
+        through = f" (through `{first.via}`)" if first.via else ""
         message = (
             f"{_quoted(first.name)} {verb} under {_FLAG_CALL} in {first.version}{through}: "
             f"no deterministic implementation ({first.condition}); way out: {first.remedy}, "
