@@ -6,7 +6,8 @@ work, catalog operations and DataLoaders, per function.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
+import re
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -41,6 +42,7 @@ from torchdet_lint.model.facts import (
     TRAINER_METHODS,
     TRAINING_CALLS,
     TRAINING_LOOPS,
+    accelerators,
     builds_from_module_dict,
     config_helpers,
     draw_kind,
@@ -54,6 +56,8 @@ from torchdet_lint.model.facts import (
     loader_position,
     loader_shuffles,
     mentions_cuda,
+    method_draw_kind,
+    own_worker_init_loaders,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
@@ -113,6 +117,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
 
 _ENVIRON_CALLS = frozenset({"os.environ.setdefault", "os.environ.update"})
+# `transforms.set_random_state(seed=0)`, `self.aug.set_random_state(...)`: the name whose objects seed themselves.
+_SEEDS_ITSELF_RE = re.compile(r"([A-Za-z_][\w.]*)\s*\.\s*set_random_state\s*\(")
 
 
 def is_main_guard(node: cst.If) -> bool:
@@ -183,6 +189,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
         self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
+        self.seeded_objects: Set[int] = set()  # ids of constructions whose objects `set_random_state` seeds
+        self.seeded_names: Optional[FrozenSet[str]] = None  # names `X` of `X.set_random_state(...)` in the file
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -537,6 +545,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns_seen += 1
+        self._bound_then_seeded(node)
         value = node.value
         if self._at_module_level() and not self.in_main and isinstance(value, (cst.Dict, cst.List, cst.Tuple)):
             self._registry(node)
@@ -764,6 +773,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 kind = "torch"
         if kind is None and attribute in self.facts.torch_methods and qualified is None and self.context.imports_torch:
             kind = "torch"
+        kind = self._library_draw(node, qualified, attribute, kind)
         if kind is not None:
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             function.add_draw(kind, site(text))
@@ -807,7 +817,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._cuda(function, site(f"`.to({_short(self.context.module.code_for_node(device))})`"))
         elif qualified is not None and qualified.startswith("torch.cuda.") and is_cuda_work(qualified):
             self._cuda(function, site(f"`{_spelling(func)}(...)`"))
-        if function.moves is None and self._may_move(node, qualified, attribute):
+        self._accelerator_work(node, qualified, attribute, function, site)
+        if (
+            function.moves is None
+            and not self._stays_on_cpu(node, qualified, attribute)
+            and self._may_move(node, qualified, attribute)
+        ):
             function.moves = site(f"`{_spelling(func)}(...)`")
         # convolutions and explicit cuDNN benchmark choices (TDL406)
         if qualified is not None:
@@ -850,6 +865,81 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         worker_fn = arg_value(node, "worker_init_fn")
         if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
+
+    # -- accelerators (rules/runs.toml) -------------------------------------------------------------
+    def _accelerator_work(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], function, site) -> None:
+        """`accelerator.prepare(model, ...)`: the accelerator puts the model and the batches on its
+        device, CUDA work unless it is visibly kept on the CPU (`Accelerator(cpu=True)`)."""
+        if qualified is not None or attribute is None:
+            return
+        for library in accelerators():
+            if attribute in library.device_methods and self._accelerator_on_cpu(node.func.value, library) is False:
+                self._cuda(function, site(f"`{_spelling(node.func)}(...)`"))
+                return
+
+    def _stays_on_cpu(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str]) -> bool:
+        """`Accelerator(cpu=True)`, and what such an accelerator prepares: no move to a device."""
+        for library in accelerators():
+            if qualified in library.classes:
+                return library.on_cpu(node)
+            if qualified is None and attribute in library.device_methods:
+                return self._accelerator_on_cpu(node.func.value, library) is True
+        return False
+
+    def _accelerator_on_cpu(self, receiver: cst.BaseExpression, library, depth: int = 0) -> Optional[bool]:
+        """Whether the object is an accelerator kept on the CPU (True), one that may use a GPU
+        (False), or not visibly an accelerator (None). An accelerator whose construction is not
+        visible here (a parameter, another module's attribute) but is spelled as one counts."""
+        kind = type(receiver)
+        if kind is cst.Call:
+            return library.on_cpu(receiver) if self.context.call_name(receiver) in library.classes else None
+        if depth > 2 or kind not in (cst.Name, cst.Attribute):
+            return None
+        scopes = self.context.scopes
+        values = scopes.values(receiver.value, module_too=True) if kind is cst.Name else scopes.expression_values(receiver)
+        found = [self._accelerator_on_cpu(v, library, depth + 1) for v in values[-MAX_CANDIDATES:] if v is not None]
+        known = [answer for answer in found if answer is not None]
+        if known:
+            return all(known)
+        spelled = dotted_name(receiver)
+        return False if spelled is not None and spelled.rsplit(".", 1)[-1] == library.receiver else None
+
+    # -- library randomness (rules/rng_sources.toml) -----------------------------------------------
+    def _library_draw(
+        self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], kind: Optional[str]
+    ) -> Optional[str]:
+        """A library method that draws (`ds.train_test_split(...)` of Hugging Face `datasets`), and no
+        draw for a random object that `set_random_state` seeds (MONAI's `Rand*` transforms)."""
+        if attribute == "set_random_state":
+            self._seeds_itself(node.func.value)
+        if kind is None and attribute is not None and qualified is None:
+            return method_draw_kind(attribute, node, self.resolver.imported_modules)
+        if kind is not None and id(node) in self.seeded_objects:
+            return None
+        return kind
+
+    def _seeds_itself(self, built: cst.BaseExpression) -> None:
+        """The constructions in `built` (`Compose([RandFlipd(...), ...])`) whose objects the
+        method seeds: visited after this call, they are no draws."""
+        pending = [built]
+        while pending:
+            current = pending.pop()
+            if type(current) is cst.Call:
+                self.seeded_objects.add(id(current))
+            pending.extend(child for child in current.children if isinstance(child, cst.BaseExpression))
+
+    def _bound_then_seeded(self, node: cst.Assign) -> None:
+        """`train_transforms = Compose([...])` followed, anywhere in the file, by
+        `train_transforms.set_random_state(...)`: the constructions bound are seeded."""
+        if len(node.targets) != 1 or type(node.value) is not cst.Call:
+            return
+        if self.seeded_names is None:
+            text = self.context.text
+            found = _SEEDS_ITSELF_RE.findall(text) if "set_random_state" in text else []
+            self.seeded_names = frozenset(found)
+        name = dotted_name(node.targets[0].target)
+        if name is not None and name in self.seeded_names:
+            self._seeds_itself(node.value)
 
     # -- objects named by strings, code chosen at run time ----------------------------------------
     def _named_objects(
@@ -1283,6 +1373,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _loader(self, node: cst.Call, qualified: str) -> None:
         if opaque_keywords(node):
             return  # num_workers / worker_init_fn may be hidden in **kwargs
+        if qualified in own_worker_init_loaders():
+            return  # the class gives its workers a worker_init_fn when the call gives none
         workers = arg_value(node, "num_workers", loader_position(qualified, 5))
         if (
             workers is None

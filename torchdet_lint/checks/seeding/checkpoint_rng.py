@@ -241,10 +241,15 @@ class CheckpointWithoutRngState(ProjectRule):
             words = [f"the loader generator `{named[state]}`" if state in named else WORDS[state] for state in missing]
             reads = [f"`{named[state]}.get_state()`" if state in named else f"`{READS[state]}`" for state in missing]
             saved = f"checkpoint saved through `{site.through.spelling}`" if site.through is not None else "checkpoint"
+            holds = f"{saved} with the optimizer state"
+            save = f"save {_join(reads)} in it"
+            if site.saved_by:
+                holds = f"checkpoint of `{site.saved_by}(...)` with the optimizer and the global RNG states"
+                save = f"save {_join(reads)} beside it"
             message = (
-                f"{saved} with the optimizer state but not the state of {_join(words)}: training resumed from it "
-                f"(`{load.receiver}.load_state_dict` at {where}) draws other random numbers than an uninterrupted run; "
-                f"save {_join(reads)} in it and restore {'them' if len(reads) > 1 else 'it'} after the load"
+                f"{holds} but not the state of {_join(words)}: training resumed from it "
+                f"(`{load.receiver}.{load.method}` at {where}) draws other random numbers than an uninterrupted run; "
+                f"{save} and restore {'them' if len(reads) > 1 else 'it'} after the load"
             )
             fix = _Fixer(project, analysis, display, resume[display]).fix(site, missing, module_states[display], loads)
             diagnostic = Diagnostic(
@@ -361,7 +366,7 @@ class _Analysis:
 
     def present(self, display: str, site: CheckpointSite) -> Set[str]:
         """The states the checkpoint's function saves: read there, or by a helper it calls."""
-        present = set(self.resume[display].captures.get(site.key, ()))
+        present = set(self.resume[display].captures.get(site.key, ())) | set(site.carries)
         for node in self.savers.get(id(site), ()):
             present.update(state for state in self.captures(node) if not state.startswith(GENERATOR))
         for target, names in site.helper_calls:
