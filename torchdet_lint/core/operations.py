@@ -333,7 +333,12 @@ def _stored(context, call: cst.Call, index: _Index) -> Optional[Tuple[List[_Entr
                 return found
     if kind is cst.Attribute and func.attr.value in index.segments and index.fetchers:
         receiver = func.value
-        fetched = [receiver] if type(receiver) is cst.Call else context.scopes.expression_values(receiver)
+        if type(receiver) is cst.Call:
+            fetched: List[Optional[cst.BaseExpression]] = [receiver]
+        elif type(receiver) is cst.Name:
+            fetched = context.scopes.values(receiver.value, module_too=True)  # fetched once, at import
+        else:
+            fetched = context.scopes.expression_values(receiver)
         for value in fetched[-MAX_STORED_VALUES:]:
             if type(value) is cst.Call:
                 module = index.fetchers.get(context.call_name(value) or "")

@@ -37,6 +37,7 @@ from torchdet_lint.model.facts import (
     LAMBDA_CALLERS,
     LIGHTNING_CLI,
     LIGHTNING_LOADER_HOOKS,
+    RESEEDED,
     RUNNER_METHODS,
     RUNNERS,
     TRAINER_METHODS,
@@ -58,6 +59,7 @@ from torchdet_lint.model.facts import (
     mentions_cuda,
     method_draw_kind,
     own_worker_init_loaders,
+    reseeds_at_random,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
@@ -788,6 +790,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if qualified is not None:
             helper = self.facts.helpers.get(qualified)
             covered = helper_covers(helper, node) if helper is not None else self.config_helpers.get(qualified)
+            if helper is not None and reseeds_at_random(helper, node):
+                function.add_cover(RESEEDED, site(f"`{_spelling(func)}({helper.none_reseeds[0]}=None)`"))
             if covered:
                 seeding = site(f"`{_spelling(func)}(...)`")
                 self._seed_argument(node, seeding)
@@ -926,7 +930,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             current = pending.pop()
             if type(current) is cst.Call:
                 self.seeded_objects.add(id(current))
-            pending.extend(child for child in current.children if isinstance(child, cst.BaseExpression))
+            pending.extend(current.children)
 
     def _bound_then_seeded(self, node: cst.Assign) -> None:
         """`train_transforms = Compose([...])` followed, anywhere in the file, by

@@ -34,7 +34,7 @@ class Helper:
     enabled_by: Optional[Tuple[str, int, bool]] = None  # keyword, position, counts when absent
     dict_keyword_covers: Tuple[Tuple[str, str, FrozenSet[str]], ...] = ()  # argument, dict key, covers
     seed_drawn_when_absent: Optional[Tuple[str, int]] = None  # the seed argument: keyword, position
-    none_disables: Optional[Tuple[str, int]] = None  # a literal None here: `covers` does not hold
+    none_reseeds: Optional[Tuple[str, int]] = None  # a literal None here: seeded from the clock, `covers` does not hold
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def facts() -> Facts:
     for entry in helpers_table.get("helper", []):
         enabled = entry.get("enabled-by")
         drawn = entry.get("seed-drawn-when-absent")
-        disabled = entry.get("none-disables")
+        reseeds = entry.get("none-reseeds")
         helpers[entry["name"]] = Helper(
             name=entry["name"],
             covers=frozenset(entry.get("covers", ())),
@@ -127,7 +127,7 @@ def facts() -> Facts:
                 for key, covers in keys.items()
             ),
             seed_drawn_when_absent=(drawn["keyword"], drawn["position"]) if drawn else None,
-            none_disables=(disabled["keyword"], disabled["position"]) if disabled else None,
+            none_reseeds=(reseeds["keyword"], reseeds["position"]) if reseeds else None,
         )
     torch = sources["torch"]
 
@@ -222,6 +222,18 @@ def truthy_setting(value: Any) -> bool:
     return value is True or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
 
 
+# The seeding fact of a call that reseeds the global generators from a value drawn at run time
+# (`monai.utils.set_determinism(seed=None)`): it seeds nothing, and undoes a seed set before it.
+RESEEDED = "reseeded-at-random"
+
+
+def reseeds_at_random(helper: Helper, call: cst.Call) -> bool:
+    if helper.none_reseeds is None:
+        return False
+    value = arg_value(call, *helper.none_reseeds)
+    return value is not None and literal(value) is None
+
+
 def helper_covers(helper: Helper, call: cst.Call) -> FrozenSet[str]:
     """What one call of a table helper covers, given its arguments."""
     if helper.enabled_by is not None:
@@ -232,11 +244,7 @@ def helper_covers(helper: Helper, call: cst.Call) -> FrozenSet[str]:
                 return frozenset()
         elif not truthy_setting(literal(value)):
             return frozenset()
-    covered = set(helper.covers)
-    if helper.none_disables is not None:
-        value = arg_value(call, *helper.none_disables)
-        if value is not None and literal(value) is None:
-            covered = set()  # `set_determinism(seed=None)`: seeded from the clock, flags restored
+    covered = set() if reseeds_at_random(helper, call) else set(helper.covers)
     for keyword, extra in helper.keyword_covers:
         value = arg_value(call, keyword)
         if value is not None and truthy_setting(literal(value)):

@@ -9,6 +9,7 @@ from typing import ClassVar, Iterable, List, Optional, Set, Tuple
 from torchdet_lint.checks.insertions import Insertion, import_edit
 from torchdet_lint.core.diagnostics import Diagnostic, Fix
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
+from torchdet_lint.model.facts import RESEEDED
 from torchdet_lint.model.project import EntryPoint, Project, Reach
 from torchdet_lint.model.summary import RNG_KINDS
 
@@ -158,7 +159,15 @@ class _UnseededGlobalRng(ProjectRule):
                 message = spawned_message(project, entry, message, self.kind)
             fix = seeding_fix(project, entry, needed)
             elsewhere = Insertion(project, entry, needed).elsewhere if fix is None else None
-            if elsewhere is not None:
+            reseeded = reach.covers.get(RESEEDED)
+            if reseeded is not None:
+                # A seed inserted at the start would be undone by this call: it is the one to change.
+                message += (
+                    f"; no fix offered: {reseeded.site.text} at {project.where(reseeded)} reseeds the generators "
+                    "from a seed drawn at run time: give it a fixed seed"
+                )
+                fix = None
+            elif elsewhere is not None:
                 message += f"; no fix offered: seed at the start of {elsewhere}"
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
 
