@@ -193,6 +193,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
         self.seeded_objects: Set[int] = set()  # ids of constructions whose objects `set_random_state` seeds
         self.seeded_names: Optional[FrozenSet[str]] = None  # names `X` of `X.set_random_state(...)` in the file
+        self.accelerators_on_cpu: Dict[str, bool] = {}  # library -> every accelerator the file builds is on the CPU
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -906,7 +907,31 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if known:
             return all(known)
         spelled = dotted_name(receiver)
-        return False if spelled is not None and spelled.rsplit(".", 1)[-1] == library.receiver else None
+        if spelled is None or spelled.rsplit(".", 1)[-1] != library.receiver:
+            return None
+        return self._file_keeps_on_cpu(library)
+
+    def _file_keeps_on_cpu(self, library) -> bool:
+        """Whether every accelerator this file builds (one at least) is kept on the CPU: then one
+        handed to a function of the file (`def train(accelerator, ...)`) is such an accelerator."""
+        if library.library not in self.accelerators_on_cpu:
+            tree = self.context.python_tree()
+            names = {name.rsplit(".", 1)[-1] for name in library.classes}
+            builds = [
+                node
+                for node in (ast.walk(tree) if tree is not None else ())
+                if type(node) is ast.Call and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in names
+            ]
+            self.accelerators_on_cpu[library.library] = bool(builds) and all(
+                any(
+                    keyword.arg == library.cpu_keyword
+                    and type(keyword.value) is ast.Constant
+                    and keyword.value.value is library.cpu_value
+                    for keyword in node.keywords
+                )
+                for node in builds
+            )
+        return self.accelerators_on_cpu[library.library]
 
     # -- library randomness (rules/rng_sources.toml) -----------------------------------------------
     def _library_draw(
@@ -1337,6 +1362,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if qualified in DEVICE_CALLS:
             backend = literal(arg_value(node, "backend", 0)) if qualified == "torch.distributed.init_process_group" else None
             return backend != "gloo"
+        if qualified is None and type(node.func) is cst.Name and node.func.value in self.summary.classes:
+            # `class MyTrainer(Trainer)` of this file places the work as its library base does.
+            if any(base in DEVICE_CALLS for base in self.summary.classes[node.func.value].bases):
+                return True
         if qualified is None and attribute in ("cuda", "prepare"):
             return True
         if qualified is None and attribute == "to":

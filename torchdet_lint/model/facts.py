@@ -35,6 +35,7 @@ class Helper:
     dict_keyword_covers: Tuple[Tuple[str, str, FrozenSet[str]], ...] = ()  # argument, dict key, covers
     seed_drawn_when_absent: Optional[Tuple[str, int]] = None  # the seed argument: keyword, position
     none_reseeds: Optional[Tuple[str, int]] = None  # a literal None here: seeded from the clock, `covers` does not hold
+    flag_without_workspace: bool = False  # enables the flag without setting CUBLAS_WORKSPACE_CONFIG
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ def facts() -> Facts:
             ),
             seed_drawn_when_absent=(drawn["keyword"], drawn["position"]) if drawn else None,
             none_reseeds=(reseeds["keyword"], reseeds["position"]) if reseeds else None,
+            flag_without_workspace=entry.get("flag-without-cublas-workspace", False),
         )
     torch = sources["torch"]
 
@@ -220,6 +222,11 @@ def truthy_setting(value: Any) -> bool:
     if isinstance(value, str):
         return value in ("warn", "error")
     return value is True or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
+
+
+def flag_helpers_without_workspace() -> FrozenSet[str]:
+    """Helpers that can enable the flag without setting `CUBLAS_WORKSPACE_CONFIG` (TDL303)."""
+    return frozenset(name for name, helper in facts().helpers.items() if helper.flag_without_workspace)
 
 
 # The seeding fact of a call that reseeds the global generators from a value drawn at run time
