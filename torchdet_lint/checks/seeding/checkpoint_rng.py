@@ -95,9 +95,19 @@ class CheckpointWithoutRngState(ProjectRule):
     function started in a new process (`mp.spawn(train, ...)`, a spawned
     entry point) is a run of its own: the states it needs are what it reaches.
 
-    Not reported: Accelerate's `accelerator.save_state`/`load_state`, the
-    Transformers `Trainer` and Lightning's `Trainer` (their checkpoints carry
-    the RNG states, and they are not `torch.save` of a dict anyway);
+    Accelerate's checkpoints (`rules/runs.toml`): `accelerator.load_state(...)`
+    resumes training, and `accelerator.save_state(...)` is a checkpoint that
+    carries, for every process, exactly the states Accelerate's source saves
+    (`checkpointing.py`, 0.6 to 1.14): torch's CPU and CUDA generators,
+    `random` and NumPy's global RNG. It is reported only for what it leaves
+    out, a generator handed to a DataLoader or sampler (`generator=g`), with
+    no fix (there is no dict to add to): save `g.get_state()` beside it.
+    The accelerator is the object built by `accelerate.Accelerator(...)`, or
+    a name or attribute `accelerator` whose construction is not visible.
+
+    Not reported: the Transformers `Trainer` and Lightning's `Trainer` (their
+    checkpoints carry the RNG states, and they are not `torch.save` of a dict
+    anyway);
     checkpoints in a project that never loads an optimizer's state back; and
     states that the training loop reseeds from its own counter before each
     step or epoch, since a resumed run then draws the same streams: a seeding

@@ -248,9 +248,29 @@ class UnseededTorch(_UnseededGlobalRng):
     including one in a helper module two calls away, or from a known helper:
     Lightning's `seed_everything`, `transformers.set_seed`,
     `accelerate.utils.set_seed`, `mmengine`'s `set_random_seed`,
-    `detectron2`'s `seed_all_rng`, and config `seed-functions`.
+    `detectron2`'s `seed_all_rng`, MONAI's `set_determinism`, SpeechBrain's
+    `speechbrain.utils.seed_everything`, and config `seed-functions`
+    (`rules/seed_helpers.toml` cites the source of each).
     `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
     and CPU sampling use the CPU generator; the message says so.
+
+    Library randomness counts as torch's: torchvision's model builders and
+    random transforms, `timm.create_model`, MONAI's networks
+    (`monai.networks.nets.*`) and its `Rand*` transforms, which the MONAI
+    DataLoader seeds from torch's generator (its `worker_init_fn`, or a seed
+    drawn from the generator when it has no workers). A `Rand*` transform
+    that `set_random_state(...)` seeds itself draws nothing from the global
+    generators: chained on it or on the `Compose` that holds it, or called
+    anywhere in the file on the name it is bound to.
+
+    `monai.utils.set_determinism(seed=None)` does not seed: MONAI's source
+    (`monai/utils/misc.py`) reseeds torch from `torch.default_generator.seed()`
+    and `random` and NumPy from the operating system, and restores the cuDNN
+    flags. A seed inserted at the start of the run would be undone by it, so
+    the rules name that call instead of offering a fix (the contract reads
+    `seed=None` as "seeds nothing"; this is the fix that follows from the
+    source). An absent seed is MONAI's default, `np.iinfo(np.uint32).max`:
+    seeded.
 
     Reported on the `if __name__` line of the entry point (line 1, column 1
     for the other entry points). Library modules are never reported.
@@ -291,6 +311,12 @@ class UnseededTorch(_UnseededGlobalRng):
     counts as a start. `conftest.py` and `hubconf.py` are imported by
     pytest and `torch.hub`: they are not scripts. A seed in a branch
     (`if args.seed is not None:`) counts as a seed.
+
+    A MONAI `Rand*` transform applied outside MONAI's DataLoader (a plain
+    `torch.utils.data.DataLoader`, or called directly) draws from a
+    generator MONAI seeds from the operating system, which no global seed
+    reaches: seeding torch does not make it reproducible there, only
+    `set_random_state`.
 
     ## Options
     `seed` (the value the fix uses), `seed-functions`, `entry-points`.
@@ -385,12 +411,26 @@ class UnseededNumpyRandom(_UnseededGlobalRng):
     splits made with them differ on every run. The rule follows the program
     from its entry points as TDL001 does.
 
+    Libraries that draw from it count too (`rules/rng_sources.toml` cites
+    their source): MONAI's `create_test_image_2d`/`create_test_image_3d`
+    without `random_state=`, and the Hugging Face `datasets` methods
+    `train_test_split(...)` and `shuffle(...)` without `seed=` or
+    `generator=` (`Dataset`, from datasets 1.2, takes its seed from
+    `np.random.get_state()`; `DatasetDict.shuffle` with `seeds=`/`generators=`
+    is seeded; `train_test_split(shuffle=False)` draws nothing). Those
+    methods are matched by name in files that import `datasets`, since the
+    object's type is not visible.
+
     {fix_safety}
 
     ## Known problems
     As TDL001. `np.random.default_rng()` objects are TDL005's; NumPy draws in
     DataLoader workers are seeded by PyTorch from 1.9 on (TDL102 covers the
-    rest).
+    rest). A streaming `datasets` `IterableDataset.shuffle()` without a seed
+    (and `Dataset.shuffle()` in datasets 1.0 and 1.1) seeds its generator from
+    the operating system, which `np.random.seed` does not reach: it is
+    reported like the others, and the fix does not make it reproducible; give
+    it `seed=`.
 
     ## Options
     `seed`, `seed-functions`, `entry-points`.
