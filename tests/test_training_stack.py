@@ -470,3 +470,34 @@ def test_lightning_and_transformers_determinism_switches_are_credited_as_before(
     transformers += "    transformers.enable_full_determinism(0)\n    transformers.Trainer(model=Tagger()).train()\n"
     for main in (lightning, transformers):
         assert _found({"model.py": EMBEDDING, "main.py": main}, {"torch-version": "2.12"}) == []
+
+
+def test_a_project_package_named_datasets_is_not_hugging_face() -> None:
+    main = 'from datasets import build\n\nif __name__ == "__main__":\n    build().shuffle()\n    build().train_test_split()\n'
+    package = "def build():\n    return None\n"
+    assert _found({"main.py": main, "datasets/__init__.py": package}, select=["TDL003"]) == []
+
+
+def test_monai_transforms_draw_when_applied_so_a_seed_after_them_is_not_late() -> None:
+    source = textwrap.dedent(
+        """\
+        import monai
+        from monai.transforms import Compose, RandFlipd
+        from monai.utils import set_determinism
+
+
+        def loader(files):
+            transforms = Compose([RandFlipd(keys="img", prob=0.5)])
+            set_determinism(seed=0)
+            return monai.data.DataLoader(monai.data.Dataset(files, transforms), batch_size=2)
+
+
+        def network():
+            model = monai.networks.nets.UNet(2, 1, 1, (4, 8), (2,))
+            set_determinism(seed=0)
+            return model
+        """
+    )
+    # The transform is seeded by the loader built after the seed; the network's weights are drawn
+    # when it is built: that seed is late.
+    assert _found({"train.py": source}, select=["TDL004"]) == [("train.py", 14, "TDL004")]

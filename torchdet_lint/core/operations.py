@@ -384,6 +384,8 @@ def _display_name(call: cst.Call, entry: _Entry, context) -> str:
     spelled = dotted_name(func)
     if spelled and len(spelled) <= 48:
         return spelled
+    if entry.as_method and isinstance(func, cst.Attribute):
+        return "." + func.attr.value  # `pipeline.enable_xformers_memory_efficient_attention()`
     return entry.operation.name
 
 

@@ -60,6 +60,7 @@ from torchdet_lint.model.facts import (
     method_draw_kind,
     own_worker_init_loaders,
     reseeds_at_random,
+    seeding_methods,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
@@ -119,8 +120,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
 
 _ENVIRON_CALLS = frozenset({"os.environ.setdefault", "os.environ.update"})
-# `transforms.set_random_state(seed=0)`, `self.aug.set_random_state(...)`: the name whose objects seed themselves.
-_SEEDS_ITSELF_RE = re.compile(r"([A-Za-z_][\w.]*)\s*\.\s*set_random_state\s*\(")
 
 
 def is_main_guard(node: cst.If) -> bool:
@@ -939,10 +938,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     ) -> Optional[str]:
         """A library method that draws (`ds.train_test_split(...)` of Hugging Face `datasets`), and no
         draw for a random object that `set_random_state` seeds (MONAI's `Rand*` transforms)."""
-        if attribute == "set_random_state":
+        if attribute in seeding_methods():
             self._seeds_itself(node.func.value)
         if kind is None and attribute is not None and qualified is None:
-            return method_draw_kind(attribute, node, self.resolver.imported_modules)
+            return method_draw_kind(attribute, node, self.resolver.imported_modules, self.context.first_party)
         if kind is not None and id(node) in self.seeded_objects:
             return None
         return kind
@@ -964,7 +963,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         if self.seeded_names is None:
             text = self.context.text
-            found = _SEEDS_ITSELF_RE.findall(text) if "set_random_state" in text else []
+            found = [
+                name
+                for method in seeding_methods()
+                if method in text
+                for name in re.findall(r"([A-Za-z_][\w.]*)\s*\.\s*" + re.escape(method) + r"\s*\(", text)
+            ]
             self.seeded_names = frozenset(found)
         name = dotted_name(node.targets[0].target)
         if name is not None and name in self.seeded_names:

@@ -55,6 +55,7 @@ class RandomClasses:
     prefix: str
     kind: str
     seeded_by: str = ""  # a method that seeds the object itself
+    when_applied: bool = False  # the object draws when applied, not when built
 
     def matches(self, module: str, last: str) -> bool:
         if not last[:1].isupper() or not last.startswith(self.prefix):
@@ -165,7 +166,7 @@ def facts() -> Facts:
             for e in sources["rng-object"]
         },
         random_classes=tuple(
-            RandomClasses(tuple(e["modules"]), e["prefix"], e["kind"], e.get("seeded-by", ""))
+            RandomClasses(tuple(e["modules"]), e["prefix"], e["kind"], e.get("seeded-by", ""), e.get("draws-when") == "applied")
             for e in sources.get("random-classes", [])
         ),
         library_draws=library_draws,
@@ -224,6 +225,7 @@ def truthy_setting(value: Any) -> bool:
     return value is True or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
 
 
+@lru_cache(maxsize=1)
 def flag_helpers_without_workspace() -> FrozenSet[str]:
     """Helpers that can enable the flag without setting `CUBLAS_WORKSPACE_CONFIG` (TDL303)."""
     return frozenset(name for name, helper in facts().helpers.items() if helper.flag_without_workspace)
@@ -307,27 +309,34 @@ def draw_kind(name: Optional[str], call: Optional[cst.Call] = None) -> Optional[
     return None
 
 
-def method_draw_kind(attribute: Optional[str], call: cst.Call, imported: Sequence[str]) -> Optional[str]:
+def method_draw_kind(
+    attribute: Optional[str], call: cst.Call, imported: Sequence[str], first_party: FrozenSet[str] = frozenset()
+) -> Optional[str]:
     """The global RNG a library method draws from (`ds.train_test_split(test_size=0.1)` in a file
-    that imports Hugging Face `datasets`), matched by name: the object's type is not visible."""
+    that imports Hugging Face `datasets`), matched by name: the object's type is not visible. A
+    project's own package of that name (a `datasets/` folder) is not the library."""
     entry = facts().method_draws.get(attribute or "")
-    if entry is None or not entry.draws(call):
+    if entry is None or entry.requires_import in first_party or not entry.draws(call):
         return None
     if not any(module.split(".", 1)[0] == entry.requires_import for module in imported):
         return None
     return entry.kind
 
 
-def seeding_method(name: Optional[str]) -> str:
-    """The method that seeds the objects a random class builds (`set_random_state` for MONAI's
-    `Rand*` transforms), or "" when they cannot be seeded so."""
+def draws_when_applied(name: Optional[str]) -> bool:
+    """A random object whose construction draws nothing yet (MONAI's `Rand*` transforms, seeded by
+    the loader that applies them): a seed after it is not late (TDL004)."""
     if not name:
-        return ""
+        return False
     module, _, last = name.rpartition(".")
-    for classes in facts().random_classes:
-        if classes.seeded_by and classes.matches(module, last):
-            return classes.seeded_by
-    return ""
+    return any(classes.when_applied and classes.matches(module, last) for classes in facts().random_classes)
+
+
+@lru_cache(maxsize=1)
+def seeding_methods() -> FrozenSet[str]:
+    """The methods by which random objects seed themselves (`set_random_state` for MONAI's `Rand*`
+    transforms): a construction such a method is called on draws nothing from the global generators."""
+    return frozenset(classes.seeded_by for classes in facts().random_classes if classes.seeded_by)
 
 
 def builds_from_module_dict(name: Optional[str]) -> bool:
