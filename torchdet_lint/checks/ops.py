@@ -601,7 +601,10 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     The device is unknown: CPU runs are reported too. A `MessagePassing`
     subclass's own `super().__init__(aggr="add")` is not matched (the
     built-in layers are). A `deterministic` argument passed to `flash_attn`
-    by position is not seen. DGL's `apply_edges` reduces nothing and is not
+    by position is not seen, nor FlashAttention chosen by a library setting
+    (Transformers' `attn_implementation="flash_attention_2"`). xformers'
+    `op=` argument (and diffusers' `attention_op=`), which can force the
+    flash backward, is not read. DGL's `apply_edges` reduces nothing and is not
     listed; `update_all` is matched by method name with a visible
     `dgl.function.sum(...)` reducer. mmdetection and detectron2 mostly build
     these layers from config dicts (`dict(type="RoIAlign", ...)`), which
