@@ -38,6 +38,8 @@ class DeterministicModeNotEnabled(ProjectRule):
     `set_deterministic_debug_mode("warn"|"error"|1|2)`,
     `Trainer(deterministic=True)`, `transformers.set_seed(..., deterministic=True)`,
     `enable_full_determinism`, `accelerate.utils.set_seed(..., deterministic=True)`,
+    MONAI's `set_determinism(..., use_deterministic_algorithms=True)`,
+    SpeechBrain's `seed_everything(..., deterministic=True)`,
     or a first-party helper doing one of these. A helper that does it only
     under `if <flag>:` on a parameter defaulting to a false value
     (`def seed_everything(seed, deterministic=False)`) enables the flag only
@@ -91,6 +93,12 @@ class DeterministicModeNotEnabled(ProjectRule):
     profile `strict`): enabling the flag would stop the run there, at the
     first backward. The message then names that operation and its location;
     deal with it first (another mode, the CPU, a `warn_only=True` scope).
+    Library kernels count at the library's version: xformers' memory-efficient
+    attention up to 0.0.21 (and the diffusers switches that select it,
+    `enable_xformers_memory_efficient_attention()`, usually behind a
+    `--enable_xformers_memory_efficient_attention` or `--xformers` option),
+    torchvision's RoI pooling and deformable convolution from 0.16, RAFT's
+    `grid_sample`.
 
     "CUDA work" excludes housekeeping that runs no kernel
     (`torch.cuda.synchronize`, `empty_cache`, `memory_allocated`,
@@ -98,7 +106,13 @@ class DeterministicModeNotEnabled(ProjectRule):
     `current_device`, `get_device_properties`, `get_device_capability`,
     `set_device`, `current_stream`, `Stream`, `Event`, `torch.cuda.stream`,
     `torch.cuda.device`), and a `torch.device("cuda")` object alone is not work
-    either: what uses it is. A device value chosen by `"cuda" if
+    either: what uses it is. Accelerate's `accelerator.prepare(...)` (and
+    `prepare_model`, `prepare_data_loader`) is CUDA work: it puts the model
+    and the batches on the accelerator's device, a GPU unless the accelerator
+    is built with a literal `cpu=True` (`rules/runs.toml`). An accelerator
+    whose construction the function does not show (a parameter named
+    `accelerator`) counts as one on a GPU, unless every accelerator its file
+    builds is kept on the CPU. A device value chosen by `"cuda" if
     torch.cuda.is_available() else "cpu"` (or `torch.device(...)` of it) and
     bound to a name, a `self.<attr>` or an attribute chain is a CUDA device
     wherever that binding is visible: `.to(device)` and `device=device` are

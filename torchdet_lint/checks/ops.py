@@ -323,7 +323,9 @@ class NondeterministicOp(_FlagAware):
     queues use that name. Third-party functions the flag makes deterministic
     are reported too (torchvision 0.16+ `roi_align` and its detectron2/mmcv
     wrappers, `torch_scatter`/PyG sums over `Tensor.scatter_add_`: see
-    TDL203's table), with the library version. Another API with a Tensor
+    TDL203's table; xformers' memory-efficient attention from 0.0.22, whose
+    backward takes one split of the keys under the flag), with the library
+    version. Another API with a Tensor
     method's name and argument shape is still taken for it (a process
     group's `group.scatter(outputs, inputs, opts)`): use `# noqa: TDL201`. Subscripts with tensor
     indices (`x[idx] = v`, the backward of `x[idx]` on the CPU) and sparse
@@ -580,7 +582,12 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
 
     Third-party kernels that raise under the flag at the library's target
     version (torchvision 0.16+ RoI pooling and deformable convolution, see
-    TDL203's table) are reported here, with the library version.
+    TDL203's table) are reported here, with the library version: also
+    xformers' memory-efficient attention up to 0.0.21 (its cutlass backward
+    calls `alertNotDeterministic`; in 0.0.16 to 0.0.18 its forward does too,
+    which the contract's backward-only reading leaves out), at the call or at
+    the diffusers switch that selects it, and torchvision's RAFT models, whose
+    correlation lookup is `F.grid_sample`.
 
     ## Options
     `torch-version`; `profile = "strict"` adds the losses.
@@ -643,7 +650,7 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
             return None
         first = max(raising, key=lambda m: m.certain)
         verb = "raises" if first.certain else "may raise"
-        through = f" (it {first.through or f'sums through `{first.via}`'})" if first.via else ""
+        through = f" (it {first.through})" if first.via and first.through else f" (through `{first.via}`)" if first.via else ""
         condition = first.condition
         line = self.context.node_range
         if first.spatial:
@@ -674,7 +681,13 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     (mmcv's and detectron2's RoI and deformable ops, `torch_scatter`'s
     `segment_coo` and `scatter_mul`/`min`/`max`, `flash_attn` without
     `deterministic=True`, DGL's sum message passing, torchvision's RoI ops up
-    to 0.15).
+    to 0.15). A flash-attn function is reported wherever it is called:
+    directly, through a name, an attribute or a `functools.partial` it was
+    stored in (`self.attn_fn = flash_attn_func`; a `deterministic=True` bound
+    by the partial or passed at the call counts), as FlashAttention 3
+    (`flash_attn_interface`, `flash_attn_3`), or on a kernel module fetched
+    from the Hugging Face Hub at run time (`fa3 = kernels.get_kernel(...)`,
+    then `fa3.flash_attn_func(...)`): none of them reads torch's flag.
 
     The other third-party entries are reported by the rules of the torch
     operations they behave like, at the library's target version:
@@ -697,7 +710,10 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     The device is unknown: CPU runs are reported too. A `MessagePassing`
     subclass's own `super().__init__(aggr="add")` is not matched (the
     built-in layers are). A `deterministic` argument passed to `flash_attn`
-    by position is not seen. DGL's `apply_edges` reduces nothing and is not
+    by position is not seen, nor FlashAttention chosen by a library setting
+    (Transformers' `attn_implementation="flash_attention_2"`). xformers'
+    `op=` argument (and diffusers' `attention_op=`), which can force the
+    flash backward, is not read. DGL's `apply_edges` reduces nothing and is not
     listed; `update_all` is matched by method name with a visible
     `dgl.function.sum(...)` reducer. mmdetection and detectron2 mostly build
     these layers from config dicts (`dict(type="RoIAlign", ...)`), which

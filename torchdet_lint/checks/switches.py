@@ -13,6 +13,7 @@ from torchdet_lint.checks.setting_paths import SettingPaths
 from torchdet_lint.core.diagnostics import Applicability, FixBuilder
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dict_entry, find_arg, literal, reported_argument
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
+from torchdet_lint.model.facts import facts, flag_helpers_without_workspace, helper_covers
 
 CUDNN = "torch.backends.cudnn"
 BENCHMARK = CUDNN + ".benchmark"
@@ -263,9 +264,13 @@ class CublasWorkspaceConfigMissing(Rule):
     ## Known problems
     The variable set in another module, in a launcher script or in the shell
     is invisible: silence the diagnostic with `# noqa: TDL303` there. Only a
-    direct `torch.use_deterministic_algorithms(...)` call is checked; the
-    seeding helpers of Lightning and Transformers set the variable
-    themselves.
+    direct `torch.use_deterministic_algorithms(...)` call is checked, and the
+    helpers that enable the flag without setting the variable, as their
+    source shows: MONAI's `set_determinism(..., use_deterministic_algorithms=True)`
+    (`monai/utils/misc.py`, 0.6 to 1.5) and SpeechBrain's
+    `seed_everything(..., deterministic=True)` (`speechbrain/utils/seed.py`,
+    1.0.2 to 1.1), reported at the helper's call. The seeding helpers of
+    Lightning and Transformers set the variable themselves.
 
     ## Options
     `torch-version`.
@@ -282,6 +287,11 @@ class CublasWorkspaceConfigMissing(Rule):
     trigger_words = last_names(USE_DETERMINISTIC)
     fix_availability = FixAvailability.SAFE
     example_config = {"torch-version": "2.3"}
+
+    @classmethod
+    def words(cls, settings) -> Tuple[str, ...]:
+        return cls.trigger_words + last_names(flag_helpers_without_workspace())
+
     bad = ("import torch\ntorch.use_deterministic_algorithms(True)\n",)
     good = (
         'import os\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\nimport torch\ntorch.use_deterministic_algorithms(True)\n',
@@ -328,6 +338,8 @@ class CublasWorkspaceConfigMissing(Rule):
             if mode is None or literal(mode) is False or literal(mode) is None:
                 return
             self._check(node)
+        elif name in flag_helpers_without_workspace() and "deterministic" in helper_covers(facts().helpers[name], node):
+            self._check(node)  # `set_determinism(..., use_deterministic_algorithms=True)` sets no variable
 
     def _check(self, node: cst.Call) -> None:
         version = self.context.version_text()

@@ -18,7 +18,9 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 from torchdet_lint.core.data import TOMLDecodeError, load_toml, rules_directory  # noqa: F401  (rules_directory is public here)
 from torchdet_lint.core.names import NOT_LITERAL
 
-Version = Tuple[int, int]
+# (major, minor), or (major, minor, patch) for a library still in its 0.0.x releases
+# (a `[library.x]` table with `version-parts = 3`, as xformers 0.0.21 versus 0.0.22).
+Version = Tuple[int, ...]
 
 RAISES = "raises"
 DETERMINISTIC_ALTERNATIVE = "deterministic-alternative"
@@ -34,7 +36,7 @@ THIRD_PARTY_KIND = "third-party"
 # Statuses a third-party entry's `versions` may use: its own kernels may ignore the flag.
 THIRD_PARTY_STATUSES = STATUSES + (IGNORES_FLAG,)
 
-_VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
+_VERSION_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 _ANY_NEWER_VERSION = (10**6, 0)  # later than every version a catalog names
 
 
@@ -105,15 +107,19 @@ OPAQUE_DEFAULT: Any = type("OpaqueDefault", (), {"__repr__": lambda self: "OPAQU
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 
 
+# How a function of a module fetched at run time is named in the forms (see `Library.module_fetchers`).
+HUB_MODULE = "<hub>"
+
+
 def parse_version(text: str) -> Version:
     match = _VERSION_RE.match(text.strip())
     if not match:
         raise ValueError(text)
-    return int(match.group(1)), int(match.group(2))
+    return tuple(int(part) for part in match.groups() if part is not None)
 
 
 def version_text(version: Version) -> str:
-    return "%d.%d" % version
+    return ".".join(str(part) for part in version)
 
 
 def _normal(value: Any) -> Any:
@@ -325,6 +331,13 @@ class Library:
     # DataLoader subclasses: read by keyword only, or (positional) with DataLoader's own positions.
     loaders: Tuple[str, ...] = ()
     loaders_positional: Tuple[str, ...] = ()
+    # Those of the loaders that install a `worker_init_fn` of their own when none is given.
+    own_worker_init: Tuple[str, ...] = ()
+    # Calls that return one of its modules at run time (`kernels.get_kernel("org/flash-attn3")`): a
+    # function `f` of such a module is named `<library>.<hub>.f` in the forms.
+    module_fetchers: Tuple[str, ...] = ()
+    version_parts: int = 2  # how many dotted numbers tell its versions apart
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -409,7 +422,16 @@ _CASE_KEYS = {
 _CASE_DEFAULT_KEYS = ("device", "phase", "dtype", "versions", "remedy", "docstring", "docstring-lag", "undocumented", "notes")
 _FORM_KEYS = {"functions", "modules", "methods", "signature", "fixed", "when", "cases", "receiver-from"}
 _CONDITION_KINDS = {"in", "not-in", "given", "absent", "tensor", "length", "not-names", "calls"}
-_LIBRARY_KEYS = {"distributions", "checked-through", "source", "loaders", "loaders-positional"}
+_LIBRARY_KEYS = {
+    "distributions",
+    "checked-through",
+    "source",
+    "loaders",
+    "loaders-positional",
+    "own-worker-init",
+    "version-parts",
+    "module-fetchers",
+}
 _CATALOG_KINDS = (TORCH_KIND, THIRD_PARTY_KIND)
 _PARAM_RE = re.compile(r"^([A-Za-z_]\w*)(?:=(.+))?$")
 
@@ -703,17 +725,40 @@ def _libraries(value: Any, where: _Where) -> Tuple[Library, ...]:
         checked = (
             _version(table["checked-through"], where, f"library.{name}.checked-through") if "checked-through" in table else None
         )
-        result.append(
-            Library(
-                name,
-                tuple(dict.fromkeys(distributions)),
-                checked,
-                where.file,
-                loaders=_strings(table, "loaders", where),
-                loaders_positional=_strings(table, "loaders-positional", where),
-            )
+        parts = table.get("version-parts", 2)
+        if parts not in (2, 3):
+            raise where.error(f"`library.{name}.version-parts` must be 2 or 3")
+        loaders = _strings(table, "loaders", where)
+        own_worker_init = _strings(table, "own-worker-init", where)
+        loaders_positional = _strings(table, "loaders-positional", where)
+        stray = [loader for loader in own_worker_init if loader not in loaders + loaders_positional]
+        if stray:
+            raise where.error(f"`library.{name}.own-worker-init`: {stray[0]!r} is not one of its `loaders`")
+        library = Library(
+            name,
+            tuple(dict.fromkeys(distributions)),
+            checked,
+            where.file,
+            loaders=loaders,
+            loaders_positional=loaders_positional,
+            own_worker_init=own_worker_init,
+            module_fetchers=_strings(table, "module-fetchers", where),
+            version_parts=parts,
+            source=_string(table, "source", where, default=""),
         )
+        _check_version_parts(library, [checked] if checked else [], where)
+        result.append(library)
     return tuple(result)
+
+
+def _check_version_parts(library: Optional[Library], versions: Iterable[Version], where: _Where) -> None:
+    """A version written with more parts than its library counts would sort before the same
+    release as metadata reads it (`0.16.1` > `0.16`): the data must use the library's precision."""
+    parts = library.version_parts if library is not None else 2
+    for version in versions:
+        if len(version) > parts:
+            whose = f"library {library.name!r}" if library is not None else "torch"
+            raise where.error(f"version {version_text(version)!r}: {whose} versions have {parts} parts (`version-parts`)")
 
 
 def parse_catalog_file(
@@ -730,12 +775,14 @@ def parse_catalog_file(
     checked = _version(header["checked-through"], where, "checked-through") if "checked-through" in header else None
     operations = tuple(_operation(table, kind, file) for table in data.get("op", []))
     libraries = _libraries(data.get("library", {}), where)
-    known = {library.name for library in libraries}
+    known = {library.name: library for library in libraries}
     for operation in operations:
         if operation.library and operation.library not in known:
             raise _Where(file, operation.id).error(
                 f"`library = {operation.library!r}` has no [library.{operation.library}] table in this file"
             )
+        versions = [since for case in operation.cases for since, _ in case.versions]
+        _check_version_parts(known.get(operation.library), versions, _Where(file, operation.id))
     return kind, checked, operations, libraries
 
 

@@ -13,6 +13,7 @@ import libcst as cst
 
 from torchdet_lint.core.catalog import (
     DETERMINISTIC_ALTERNATIVE,
+    HUB_MODULE,
     IGNORES_FLAG,
     NOT_LITERAL,
     OPAQUE_DEFAULT,
@@ -32,6 +33,7 @@ from torchdet_lint.core.catalog import (
     Truth,
     evaluate_all,
     load_catalog,
+    version_text,
 )
 from torchdet_lint.core.names import dotted_name, find_arg, literal, opaque_keywords
 
@@ -106,6 +108,16 @@ class _Index:
                             _Entry(operation, form, False, False, calls)
                         )
         self.segments = frozenset(name.rsplit(".", 1)[-1] for name in self.by_qualified) | frozenset(self.by_method)
+        # Third-party functions a program may store and call later (`self.attn_fn = flash_attn_func`),
+        # and the calls that fetch a library's module at run time (`kernels.get_kernel(...)`).
+        self.storable: Dict[str, List[_Entry]] = {}
+        for name, entries in self.by_qualified.items():
+            kept = [entry for entry in entries if entry.operation.kind == THIRD_PARTY_KIND and not entry.as_module]
+            if kept:
+                self.storable[name] = kept
+        self.fetchers = {
+            fetcher: f"{library.name}.{HUB_MODULE}" for library in catalog.libraries for fetcher in library.module_fetchers
+        }
 
 
 _INDEXES: Dict[int, _Index] = {}
@@ -301,9 +313,77 @@ def _candidates(context, call: cst.Call, index: _Index) -> List[_Entry]:
     entries = [entry for entry in index.by_method.get(last, ()) if _fits_method(entry.form, call)]
     # RULES.md "Method receivers": an object visibly not a tensor (`HistoryBuffer().median(20)`,
     # a NumPy array's `.put`, a parameter annotated with a non-tensor type) has its own methods.
+    # A library's own methods (`unet.enable_xformers_memory_efficient_attention()`) are called on
+    # its objects, never on tensors.
     if entries and context.scopes.known_non_tensor(receiver):
-        return []
+        return [entry for entry in entries if entry.operation.kind != TORCH_KIND]
     return entries
+
+
+_PARTIAL = "functools.partial"
+MAX_STORED_VALUES = 4  # bindings of one name or attribute looked at
+
+
+def _stored(context, call: cst.Call, index: _Index) -> Optional[Tuple[List[_Entry], cst.Call]]:
+    """A third-party function called through a name or attribute it was stored in (`self.attn_fn =
+    flash_attn_func`, `attn = partial(flash_attn_func, deterministic=True)`, a branch of `f if
+    ... else g`), or a function of a module fetched at run time (`fa3 = get_kernel("...")`, then
+    `fa3.flash_attn_func(...)`): its entries, and the call as the function itself sees it (a
+    partial's arguments first)."""
+    func = call.func
+    kind = type(func)
+    if kind is cst.Name or (kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"):
+        values = context.scopes.expression_values(func)
+        if kind is cst.Name and not values:
+            values = context.scopes.values(func.value, module_too=True)
+        for value in values[-MAX_STORED_VALUES:]:
+            found = _stored_value(context, value, call, index, 0)
+            if found is not None:
+                return found
+    if kind is cst.Attribute and func.attr.value in index.segments and index.fetchers:
+        receiver = func.value
+        if type(receiver) is cst.Call:
+            fetched: List[Optional[cst.BaseExpression]] = [receiver]
+        elif type(receiver) is cst.Name:
+            fetched = context.scopes.values(receiver.value, module_too=True)  # fetched once, at import
+        else:
+            fetched = context.scopes.expression_values(receiver)
+        for value in fetched[-MAX_STORED_VALUES:]:
+            if type(value) is cst.Call:
+                module = index.fetchers.get(context.call_name(value) or "")
+                entries = index.storable.get(f"{module}.{func.attr.value}") if module else None
+                if entries:
+                    return entries, call
+    return None
+
+
+def _stored_value(
+    context, value: Optional[cst.BaseExpression], call: cst.Call, index: _Index, depth: int
+) -> Optional[Tuple[List[_Entry], cst.Call]]:
+    kind = type(value)
+    if kind is cst.Name or kind is cst.Attribute:
+        entries = index.storable.get(context.qualified_name(value) or "")
+        return (entries, call) if entries else None
+    if kind is cst.IfExp and depth < 2:
+        return _stored_value(context, value.body, call, index, depth + 1) or _stored_value(
+            context, value.orelse, call, index, depth + 1
+        )
+    if kind is cst.Call and value.args and context.call_name(value) == _PARTIAL and not value.args[0].keyword:
+        inner = value.args[0].value
+        entries = index.storable.get(context.qualified_name(inner) or "") if type(inner) in (cst.Name, cst.Attribute) else None
+        if not entries:
+            return None
+        bound = value.args[1:]
+        # As the function is called: the partial's positional arguments, then the call's; the
+        # call's keywords override the partial's.
+        args = [
+            *(a for a in bound if a.keyword is None and not a.star),
+            *(a for a in call.args if a.keyword is None and not a.star),
+            *(a for a in call.args if a.keyword is not None or a.star),
+            *(a for a in bound if a.keyword is not None or a.star),
+        ]
+        return entries, call.with_changes(func=inner, args=args)
+    return None
 
 
 def _display_name(call: cst.Call, entry: _Entry, context) -> str:
@@ -313,6 +393,8 @@ def _display_name(call: cst.Call, entry: _Entry, context) -> str:
     spelled = dotted_name(func)
     if spelled and len(spelled) <= 48:
         return spelled
+    if entry.as_method and isinstance(func, cst.Attribute):
+        return "." + func.attr.value  # `pipeline.enable_xformers_memory_efficient_attention()`
     return entry.operation.name
 
 
@@ -381,7 +463,9 @@ def _possible(case: Case, no_grad: bool, on_cpu: bool) -> bool:
     return not (on_cpu and case.device.startswith("CUDA"))
 
 
-def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = False) -> Optional[OperationMatch]:
+def _match_entry(
+    entry: _Entry, call: cst.Call, context, assume_no_grad: bool = False, spelled: Optional[cst.Call] = None
+) -> Optional[OperationMatch]:
     operation = entry.operation
     form = entry.form
     if form.receiver_from and not (entry.as_method and _receiver_from(entry, call, context)):
@@ -445,7 +529,7 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
     return OperationMatch(
         op_id=operation.id,
         op_name=operation.name,
-        name=_display_name(call, entry, context),
+        name=_display_name(spelled or call, entry, context),
         behavior=status,
         condition=condition,
         certain=certain,
@@ -467,7 +551,7 @@ def _match_entry(entry: _Entry, call: cst.Call, context, assume_no_grad: bool = 
 def _version_phrase(operation: Operation, context) -> str:
     if operation.library:
         version = context.library_versions.get(operation.library)
-        return f"{operation.library} {'%d.%d' % version}" if version else operation.library
+        return f"{operation.library} {version_text(version)}" if version else operation.library
     return f"torch {context.version_text()}"
 
 
@@ -485,10 +569,16 @@ class _Matcher:
             return self.last_matches
         result: List[OperationMatch] = []
         seen = set()
-        for entry in _candidates(context, call, self.index):
+        entries = _candidates(context, call, self.index)
+        seen_as = call
+        if not entries:
+            stored = _stored(context, call, self.index)
+            if stored is not None:
+                entries, seen_as = stored
+        for entry in entries:
             if entry.operation.id in seen:
                 continue
-            match = _match_entry(entry, call, context, assume_no_grad)
+            match = _match_entry(entry, seen_as, context, assume_no_grad, spelled=call)
             if match is not None:
                 seen.add(entry.operation.id)
                 result.append(match)

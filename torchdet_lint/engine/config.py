@@ -11,7 +11,7 @@ import re
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,7 +23,7 @@ from torchdet_lint.core.catalog import Catalog, load_catalog
 from torchdet_lint.core.settings import ALL_PROFILES, Settings
 
 SEED_COVERAGE = ("torch", "random", "numpy", "deterministic", "cudnn")
-_VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)")
+_VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 class ConfigError(Exception):
@@ -40,20 +40,38 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
+# Warnings already given in this process: a config read again (another directory of the run, the
+# language server's next lint) does not repeat them.
+_WARNED: Set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """A configuration warning on standard error, once per process (diagnostics own standard output)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        print(f"warning: {message}", file=sys.stderr)
+
+
 def _library_versions(value: Any, where: Path) -> Tuple[Tuple[str, str], ...]:
     if not isinstance(value, dict):
         raise ConfigError(f'{where}: `library-versions` must be a table of library = "version", got {_describe(value)}')
     known = sorted(library.name for library in load_catalog().libraries)
+    kept = {}
     for name, version in value.items():
-        if name not in known:
-            raise ConfigError(
-                f"{where}: `library-versions.{name}`: the catalog describes no library {name!r} (known: {', '.join(known)})"
-            )
         if not isinstance(version, str) or not _VERSION_RE.match(version):
             raise ConfigError(
                 f'{where}: `library-versions.{name}` must be a version string like "0.18", got {_describe(version)}'
             )
-    return tuple(sorted(value.items()))
+        if name not in known:
+            # A pin for a library this version of the catalog does not describe (a newer config, or
+            # a library it never reads): nothing depends on it, so the run goes on.
+            warn_once(
+                f"{where}: `library-versions.{name}`: the catalog describes no library {name!r}, "
+                f"so the setting is ignored (known: {', '.join(known)})"
+            )
+            continue
+        kept[name] = version
+    return tuple(sorted(kept.items()))
 
 
 # Keys whose values are lists of rule selectors, checked against the registry by the workspace.
@@ -348,11 +366,13 @@ def find_config(start: Path) -> Optional[Path]:
     return None
 
 
-def parse_version(text: str) -> Tuple[int, int]:
+def parse_version(text: str, parts: int = 2) -> Tuple[int, ...]:
+    """The first `parts` numbers of a version (`2.3.1+cu121` -> (2, 3)); a library versioned by
+    three (xformers 0.0.21) asks for three, and a version that gives two keeps two."""
     match = _VERSION_RE.match(text)
     if not match:
         raise ValueError(text)
-    return int(match.group(1)), int(match.group(2))
+    return tuple(int(number) for number in match.groups()[:parts] if number is not None)
 
 
 def _normal_distribution(name: str) -> str:
@@ -378,7 +398,9 @@ def installed_metadata() -> Dict[str, str]:
     return found
 
 
-def installed_version(distribution: str, metadata_files: Optional[Dict[str, str]] = None) -> Optional[Tuple[int, int]]:
+def installed_version(
+    distribution: str, metadata_files: Optional[Dict[str, str]] = None, parts: int = 2
+) -> Optional[Tuple[int, ...]]:
     """An installed distribution's version from its package metadata; the package itself is
     never imported (nor `importlib.metadata`, which is much slower to load)."""
     metadata = (installed_metadata() if metadata_files is None else metadata_files).get(_normal_distribution(distribution))
@@ -388,7 +410,7 @@ def installed_version(distribution: str, metadata_files: Optional[Dict[str, str]
         with open(metadata, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if line.startswith("Version:"):
-                    return parse_version(line.split(":", 1)[1].strip())
+                    return parse_version(line.split(":", 1)[1].strip(), parts)
                 if not line.strip():
                     break
     except (OSError, ValueError):
@@ -415,9 +437,9 @@ def target_library_versions(settings: Settings, catalog: Catalog) -> Tuple[Tuple
     result = []
     for library in catalog.libraries:
         if library.name in configured:
-            version = parse_version(configured[library.name])
+            version = parse_version(configured[library.name], library.version_parts)
         else:
-            installed = (installed_version(d, metadata_files) for d in library.distributions)
+            installed = (installed_version(d, metadata_files, library.version_parts) for d in library.distributions)
             version = next((v for v in installed if v is not None), None) or catalog.newest_library_version(library.name)
         result.append((library.name, version))
     return tuple(result)

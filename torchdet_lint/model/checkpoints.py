@@ -23,6 +23,7 @@ from torchdet_lint.core.traversal import BatchedWalker
 from torchdet_lint.model.facts import (
     GENERATOR_POSITION,
     RANDOM_SAMPLERS,
+    accelerators,
     config_helpers,
     facts,
     helper_covers,
@@ -183,6 +184,10 @@ class CheckpointSite:
     name: Optional[str] = None  # the name the dict is bound to, when it is not built in the call
     key_taken: bool = False  # the dict already has a `"rng_state"` key
     doubtful: str = ""  # a test around the save that may pick processes in a way not read (`args.gpu == 0`)
+    # A library's own checkpoint (`accelerator.save_state(...)`): the call as written, and the RNG
+    # states it stores itself (rules/runs.toml).
+    saved_by: str = ""
+    carries: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -201,6 +206,7 @@ class OptimizerLoad:
     # `for key, value in kwargs.items()`): a resume when a caller passes an optimizer there.
     parameter: Optional[Parameter] = None
     via: Optional[Tuple[str, str]] = None  # (file, function) of that caller: the load runs when it is reached
+    method: str = "load_state_dict"  # `load_state` for a library's resume (`accelerator.load_state(path)`)
 
 
 @dataclass
@@ -375,7 +381,8 @@ class ResumeCollector(cst.BatchableCSTVisitor):
     @classmethod
     def for_file(cls, context: "FileContext", collector: Any) -> Optional["ResumeCollector"]:
         text = context.text
-        return cls(context, collector) if any(word in text for word in WORDS) else None
+        words = WORDS + tuple(word for library in accelerators() for word in (library.save_state, library.load_state))
+        return cls(context, collector) if any(word in text for word in words) else None
 
     # -- where we are ---------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -528,6 +535,8 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         qualified = self.context.call_name(node)
         if qualified is None and type(func) is cst.Name:
             qualified = loader_name(self.context, node)  # a DataLoader subclass of this file
+        if qualified is None and attribute is not None and self._library_checkpoint(node, attribute):
+            return
         key = self.collector.key
         if self._main_only() is not None and _first_party(self.context, self.collector.call_target):
             _add(self.facts.guarded_calls, key, self.collector.call_target)
@@ -604,6 +613,27 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             target = self.collector._target(node.func, qualified)
             if target:
                 _add(self.facts.loop_seeds, key, CALL + target)
+
+    def _library_checkpoint(self, node: cst.Call, attribute: str) -> bool:
+        """`accelerator.save_state(dir)`: a checkpoint that stores the global RNG states itself
+        (no fix: there is no dict to add to); `accelerator.load_state(dir)`: training resumes."""
+        for library in accelerators():
+            if attribute not in (library.save_state, library.load_state):
+                continue
+            if self.collector._accelerator_on_cpu(node.func.value, library) is None:
+                continue
+            spelled = dotted_name(node.func) or attribute
+            if attribute == library.load_state:
+                receiver = dotted_name(node.func.value) or library.receiver
+                load = OptimizerLoad(self.collector.key, 0, receiver, bound=self._bound_here(), method=attribute)
+                self._loads.append((load, node))
+                self.facts.loads.append(load)
+                return True
+            site = CheckpointSite(self.collector.key, 0, 0, 0, 0, 0, 0, saved_by=spelled, carries=list(library.states))
+            self._saves.append((site, node, None, None, True))  # "key taken": no entry to add
+            self.facts.checkpoints.append(site)
+            return True
+        return False
 
     # -- optimizers ---------------------------------------------------------------------------
     def _is_optimizer(self, node: cst.BaseExpression) -> bool:

@@ -6,8 +6,9 @@ work, catalog operations and DataLoaders, per function.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -40,12 +41,14 @@ from torchdet_lint.model.facts import (
     LAMBDA_CALLERS,
     LIGHTNING_CLI,
     LIGHTNING_LOADER_HOOKS,
+    RESEEDED,
     RUNNER_METHODS,
     RUNNERS,
     TRAINER_METHODS,
     TRAINING_CALLS,
     TRAINING_LOOPS,
     TRAINING_METHODS,
+    accelerators,
     builds_from_module_dict,
     builds_optimizer,
     config_helpers,
@@ -61,6 +64,10 @@ from torchdet_lint.model.facts import (
     loader_shuffles,
     mentions_cuda,
     torch_device_call,
+    method_draw_kind,
+    own_worker_init_loaders,
+    reseeds_at_random,
+    seeding_methods,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
@@ -202,6 +209,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.construction_sites: Dict[int, Tuple[Site, int]] = {}
         self.construction_depths: Dict[int, int] = {}  # id of a first-party call -> its branch depth
         self.loops = 0  # enclosing `for`/`while`/`try` statements (with `self.ifs`: the branch depth)
+        self.seeded_objects: Set[int] = set()  # ids of constructions whose objects `set_random_state` seeds
+        self.seeded_names: Optional[FrozenSet[str]] = None  # names `X` of `X.set_random_state(...)` in the file
+        self.accelerators_on_cpu: Dict[str, bool] = {}  # library -> every accelerator the file builds is on the CPU
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -603,6 +613,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns_seen += 1
+        self._bound_then_seeded(node)
         value = node.value
         if self._at_module_level() and not self.in_main and isinstance(value, (cst.Dict, cst.List, cst.Tuple)):
             self._registry(node)
@@ -859,6 +870,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             kind = "torch"
         if kind is None and attribute in DISTRIBUTION_SAMPLES and qualified is None and self._distribution(func.value):
             kind = "torch"  # `Categorical(logits=x).sample()`: a torch.distributions draw
+        kind = self._library_draw(node, qualified, attribute, kind)
         if kind is not None:
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             drawn = site(text)
@@ -876,6 +888,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if qualified is not None:
             helper = self.facts.helpers.get(qualified)
             covered = helper_covers(helper, node) if helper is not None else self.config_helpers.get(qualified)
+            if helper is not None and reseeds_at_random(helper, node):
+                function.add_cover(RESEEDED, site(f"`{_spelling(func)}({helper.none_reseeds[0]}=None)`"))
             if covered:
                 seeding = site(f"`{_spelling(func)}(...)`")
                 seeding.condition = self._parameter_condition()
@@ -906,7 +920,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._cuda(function, site(f"`.to({_short(self.context.module.code_for_node(device))})`"))
         elif qualified is not None and qualified.startswith("torch.cuda.") and is_cuda_work(qualified):
             self._cuda(function, site(f"`{_spelling(func)}(...)`"))
-        if function.moves is None and self._may_move(node, qualified, attribute):
+        self._accelerator_work(node, qualified, attribute, function, site)
+        if (
+            function.moves is None
+            and not self._stays_on_cpu(node, qualified, attribute)
+            and self._may_move(node, qualified, attribute)
+        ):
             function.moves = site(f"`{_spelling(func)}(...)`")
         # convolutions and explicit cuDNN benchmark choices (TDL406)
         if qualified is not None:
@@ -958,6 +977,110 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         worker_fn = arg_value(node, "worker_init_fn")
         if type(worker_fn) is cst.Name:
             self.worker_init_names.add(worker_fn.value)
+
+    # -- accelerators (rules/runs.toml) -------------------------------------------------------------
+    def _accelerator_work(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], function, site) -> None:
+        """`accelerator.prepare(model, ...)`: the accelerator puts the model and the batches on its
+        device, CUDA work unless it is visibly kept on the CPU (`Accelerator(cpu=True)`)."""
+        if qualified is not None or attribute is None:
+            return
+        for library in accelerators():
+            if attribute in library.device_methods and self._accelerator_on_cpu(node.func.value, library) is False:
+                self._cuda(function, site(f"`{_spelling(node.func)}(...)`"))
+                return
+
+    def _stays_on_cpu(self, node: cst.Call, qualified: Optional[str], attribute: Optional[str]) -> bool:
+        """`Accelerator(cpu=True)`, and what such an accelerator prepares: no move to a device."""
+        for library in accelerators():
+            if qualified in library.classes:
+                return library.on_cpu(node)
+            if qualified is None and attribute in library.device_methods:
+                return self._accelerator_on_cpu(node.func.value, library) is True
+        return False
+
+    def _accelerator_on_cpu(self, receiver: cst.BaseExpression, library, depth: int = 0) -> Optional[bool]:
+        """Whether the object is an accelerator kept on the CPU (True), one that may use a GPU
+        (False), or not visibly an accelerator (None). An accelerator whose construction is not
+        visible here (a parameter, another module's attribute) but is spelled as one counts."""
+        kind = type(receiver)
+        if kind is cst.Call:
+            return library.on_cpu(receiver) if self.context.call_name(receiver) in library.classes else None
+        if depth > 2 or kind not in (cst.Name, cst.Attribute):
+            return None
+        scopes = self.context.scopes
+        values = scopes.values(receiver.value, module_too=True) if kind is cst.Name else scopes.expression_values(receiver)
+        found = [self._accelerator_on_cpu(v, library, depth + 1) for v in values[-MAX_CANDIDATES:] if v is not None]
+        known = [answer for answer in found if answer is not None]
+        if known:
+            return all(known)
+        spelled = dotted_name(receiver)
+        if spelled is None or spelled.rsplit(".", 1)[-1] != library.receiver:
+            return None
+        return self._file_keeps_on_cpu(library)
+
+    def _file_keeps_on_cpu(self, library) -> bool:
+        """Whether every accelerator this file builds (one at least) is kept on the CPU: then one
+        handed to a function of the file (`def train(accelerator, ...)`) is such an accelerator."""
+        if library.library not in self.accelerators_on_cpu:
+            tree = self.context.python_tree()
+            names = {name.rsplit(".", 1)[-1] for name in library.classes}
+            builds = [
+                node
+                for node in (ast.walk(tree) if tree is not None else ())
+                if type(node) is ast.Call and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in names
+            ]
+            self.accelerators_on_cpu[library.library] = bool(builds) and all(
+                any(
+                    keyword.arg == library.cpu_keyword
+                    and type(keyword.value) is ast.Constant
+                    and keyword.value.value is library.cpu_value
+                    for keyword in node.keywords
+                )
+                for node in builds
+            )
+        return self.accelerators_on_cpu[library.library]
+
+    # -- library randomness (rules/rng_sources.toml) -----------------------------------------------
+    def _library_draw(
+        self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], kind: Optional[str]
+    ) -> Optional[str]:
+        """A library method that draws (`ds.train_test_split(...)` of Hugging Face `datasets`), and no
+        draw for a random object that `set_random_state` seeds (MONAI's `Rand*` transforms)."""
+        if attribute in seeding_methods():
+            self._seeds_itself(node.func.value)
+        if kind is None and attribute is not None and qualified is None:
+            return method_draw_kind(attribute, node, self.resolver.imported_modules, self.context.first_party)
+        if kind is not None and id(node) in self.seeded_objects:
+            return None
+        return kind
+
+    def _seeds_itself(self, built: cst.BaseExpression) -> None:
+        """The constructions in `built` (`Compose([RandFlipd(...), ...])`) whose objects the
+        method seeds: visited after this call, they are no draws."""
+        pending = [built]
+        while pending:
+            current = pending.pop()
+            if type(current) is cst.Call:
+                self.seeded_objects.add(id(current))
+            pending.extend(current.children)
+
+    def _bound_then_seeded(self, node: cst.Assign) -> None:
+        """`train_transforms = Compose([...])` followed, anywhere in the file, by
+        `train_transforms.set_random_state(...)`: the constructions bound are seeded."""
+        if len(node.targets) != 1 or type(node.value) is not cst.Call:
+            return
+        if self.seeded_names is None:
+            text = self.context.text
+            found = [
+                name
+                for method in seeding_methods()
+                if method in text
+                for name in re.findall(r"([A-Za-z_][\w.]*)\s*\.\s*" + re.escape(method) + r"\s*\(", text)
+            ]
+            self.seeded_names = frozenset(found)
+        name = dotted_name(node.targets[0].target)
+        if name is not None and name in self.seeded_names:
+            self._seeds_itself(node.value)
 
     # -- objects named by strings, code chosen at run time ----------------------------------------
     def _named_objects(
@@ -1405,6 +1528,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if qualified in DEVICE_CALLS:
             backend = literal(arg_value(node, "backend", 0)) if qualified == "torch.distributed.init_process_group" else None
             return backend != "gloo"
+        if qualified is None and type(node.func) is cst.Name and node.func.value in self.summary.classes:
+            # `class MyTrainer(Trainer)` of this file places the work as its library base does.
+            if any(base in DEVICE_CALLS for base in self.summary.classes[node.func.value].bases):
+                return True
         if qualified is None and attribute in ("cuda", "prepare"):
             return True
         if qualified is None and attribute == "to":
@@ -1445,6 +1572,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _loader(self, node: cst.Call, qualified: str) -> None:
         if opaque_keywords(node):
             return  # num_workers / worker_init_fn may be hidden in **kwargs
+        if qualified in own_worker_init_loaders():
+            return  # the class gives its workers a worker_init_fn when the call gives none
         workers = arg_value(node, "num_workers", loader_position(qualified, 5))
         if (
             workers is None

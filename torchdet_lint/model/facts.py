@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -35,6 +35,8 @@ class Helper:
     enabled_by: Optional[Tuple[str, int, bool]] = None  # keyword, position, counts when absent
     dict_keyword_covers: Tuple[Tuple[str, str, FrozenSet[str]], ...] = ()  # argument, dict key, covers
     seed_drawn_when_absent: Optional[Tuple[str, int]] = None  # the seed argument: keyword, position
+    none_reseeds: Optional[Tuple[str, int]] = None  # a literal None here: seeded from the clock, `covers` does not hold
+    flag_without_workspace: bool = False  # enables the flag without setting CUBLAS_WORKSPACE_CONFIG
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,48 @@ class RngObject:
     seed_methods: FrozenSet[str]
     seeded: str  # template of a seeded construction, "" when there is none
     type: str  # template of the object's type, for isinstance checks
+
+
+@dataclass(frozen=True)
+class RandomClasses:
+    """Library classes whose construction draws (rules/rng_sources.toml `[[random-classes]]`)."""
+
+    modules: Tuple[str, ...]
+    prefix: str
+    kind: str
+    seeded_by: str = ""  # a method that seeds the object itself
+    when_applied: bool = False  # the object draws when applied, not when built
+
+    def matches(self, module: str, last: str) -> bool:
+        if not last[:1].isupper() or not last.startswith(self.prefix):
+            return False
+        if self.prefix and not last[len(self.prefix) : len(self.prefix) + 1].isupper():
+            return False  # `Randomizable`, a base class, is no `Rand*` transform
+        return any(module == m or module.startswith(m + ".") for m in self.modules)
+
+
+@dataclass(frozen=True)
+class LibraryDraw:
+    """A library call that draws from a global generator unless it is given its own
+    (`[[draw]]`, `[[method-draw]]`)."""
+
+    kind: str
+    seeded_by: Tuple[Tuple[str, Optional[int]], ...]  # (keyword, position or None)
+    no_draw: Tuple[Tuple[str, Any], ...] = ()  # (keyword, literal): no draw at all
+    requires_import: str = ""
+
+    def draws(self, call: cst.Call) -> bool:
+        if opaque_keywords(call):
+            return False  # the seed may be in the `**kwargs`
+        for keyword, position in self.seeded_by:
+            value = arg_value(call, keyword, position)
+            if value is not None and literal(value) is not None:
+                return False
+        for keyword, value in self.no_draw:
+            given = arg_value(call, keyword)
+            if given is not None and literal(given) == value and type(literal(given)) is type(value):
+                return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -61,6 +105,9 @@ class Facts:
     random_not_drawing: FrozenSet[str]
     numpy_not_drawing: FrozenSet[str]
     rng_objects: Dict[str, RngObject]
+    random_classes: Tuple[RandomClasses, ...] = ()
+    library_draws: Dict[str, LibraryDraw] = field(default_factory=dict)
+    method_draws: Dict[str, LibraryDraw] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=None)
@@ -71,6 +118,7 @@ def facts() -> Facts:
     for entry in helpers_table.get("helper", []):
         enabled = entry.get("enabled-by")
         drawn = entry.get("seed-drawn-when-absent")
+        reseeds = entry.get("none-reseeds")
         helpers[entry["name"]] = Helper(
             name=entry["name"],
             covers=frozenset(entry.get("covers", ())),
@@ -82,8 +130,23 @@ def facts() -> Facts:
                 for key, covers in keys.items()
             ),
             seed_drawn_when_absent=(drawn["keyword"], drawn["position"]) if drawn else None,
+            none_reseeds=(reseeds["keyword"], reseeds["position"]) if reseeds else None,
+            flag_without_workspace=entry.get("flag-without-cublas-workspace", False),
         )
     torch = sources["torch"]
+
+    def seeded_by(entry: Dict[str, Any]) -> Tuple[Tuple[str, Optional[int]], ...]:
+        return tuple((item["keyword"], item.get("position")) for item in entry.get("seeded-by", ()))
+
+    library_draws = {
+        name: LibraryDraw(entry["kind"], seeded_by(entry)) for entry in sources.get("draw", []) for name in entry["names"]
+    }
+    method_draws = {
+        entry["attribute"]: LibraryDraw(
+            entry["kind"], seeded_by(entry), tuple(entry.get("no-draw", {}).items()), entry["requires-import"]
+        )
+        for entry in sources.get("method-draw", [])
+    }
     return Facts(
         helpers=helpers,
         method_helpers={
@@ -103,6 +166,54 @@ def facts() -> Facts:
             e["name"]: RngObject(e["name"], e["kind"], frozenset(e["seed-methods"]), e["seeded"], e["type"])
             for e in sources["rng-object"]
         },
+        random_classes=tuple(
+            RandomClasses(tuple(e["modules"]), e["prefix"], e["kind"], e.get("seeded-by", ""), e.get("draws-when") == "applied")
+            for e in sources.get("random-classes", [])
+        ),
+        library_draws=library_draws,
+        method_draws=method_draws,
+    )
+
+
+@dataclass(frozen=True)
+class AcceleratorFacts:
+    """An object that places a run's work on a device of its choosing (rules/runs.toml)."""
+
+    library: str
+    classes: FrozenSet[str]
+    cpu_keyword: str
+    cpu_value: Any
+    device_methods: FrozenSet[str]
+    receiver: str  # how an object of unseen construction is spelled (`accelerator`)
+    save_state: str
+    load_state: str
+    states: Tuple[str, ...]
+
+    def on_cpu(self, construction: cst.Call) -> bool:
+        """`Accelerator(cpu=True)`: the run stays on the CPU."""
+        value = arg_value(construction, self.cpu_keyword)
+        if value is None:
+            return False
+        found = literal(value)
+        return found == self.cpu_value and type(found) is type(self.cpu_value)
+
+
+@lru_cache(maxsize=1)
+def accelerators() -> Tuple[AcceleratorFacts, ...]:
+    table = load_toml(rules_file("runs.toml"))
+    return tuple(
+        AcceleratorFacts(
+            library=entry["library"],
+            classes=frozenset(entry["classes"]),
+            cpu_keyword=entry["cpu-when"]["keyword"],
+            cpu_value=entry["cpu-when"]["value"],
+            device_methods=frozenset(entry["device-methods"]),
+            receiver=entry["receiver"],
+            save_state=entry["save-state"],
+            load_state=entry["load-state"],
+            states=tuple(entry["states"]),
+        )
+        for entry in table.get("accelerator", [])
     )
 
 
@@ -115,6 +226,24 @@ def truthy_setting(value: Any) -> bool:
     return value is True or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
 
 
+@lru_cache(maxsize=1)
+def flag_helpers_without_workspace() -> FrozenSet[str]:
+    """Helpers that can enable the flag without setting `CUBLAS_WORKSPACE_CONFIG` (TDL303)."""
+    return frozenset(name for name, helper in facts().helpers.items() if helper.flag_without_workspace)
+
+
+# The seeding fact of a call that reseeds the global generators from a value drawn at run time
+# (`monai.utils.set_determinism(seed=None)`): it seeds nothing, and undoes a seed set before it.
+RESEEDED = "reseeded-at-random"
+
+
+def reseeds_at_random(helper: Helper, call: cst.Call) -> bool:
+    if helper.none_reseeds is None:
+        return False
+    value = arg_value(call, *helper.none_reseeds)
+    return value is not None and literal(value) is None
+
+
 def helper_covers(helper: Helper, call: cst.Call) -> FrozenSet[str]:
     """What one call of a table helper covers, given its arguments."""
     if helper.enabled_by is not None:
@@ -125,7 +254,7 @@ def helper_covers(helper: Helper, call: cst.Call) -> FrozenSet[str]:
                 return frozenset()
         elif not truthy_setting(literal(value)):
             return frozenset()
-    covered = set(helper.covers)
+    covered = set() if reseeds_at_random(helper, call) else set(helper.covers)
     for keyword, extra in helper.keyword_covers:
         value = arg_value(call, keyword)
         if value is not None and truthy_setting(literal(value)):
@@ -170,6 +299,12 @@ def draw_kind(name: Optional[str], call: Optional[cst.Call] = None, context: Any
     module, _, last = name.rpartition(".")
     if module in table.random_class_modules and (last.startswith("Random") or last in table.random_class_names):
         return "torch"
+    library_draw = table.library_draws.get(name)
+    if library_draw is not None:
+        return library_draw.kind if call is None or library_draw.draws(call) else None
+    for classes in table.random_classes:
+        if classes.matches(module, last):
+            return classes.kind
     for prefix in table.torch_prefixes:
         # A public builder (`torchvision.models.resnet50`), not the module's plumbing
         # (`models.__dict__.keys()`, `models._utils...`) nor its registry queries.
@@ -177,6 +312,36 @@ def draw_kind(name: Optional[str], call: Optional[cst.Call] = None, context: Any
             if not any(part.startswith("_") for part in name[len(prefix) :].split(".")):
                 return "torch"
     return None
+
+
+def method_draw_kind(
+    attribute: Optional[str], call: cst.Call, imported: Sequence[str], first_party: FrozenSet[str] = frozenset()
+) -> Optional[str]:
+    """The global RNG a library method draws from (`ds.train_test_split(test_size=0.1)` in a file
+    that imports Hugging Face `datasets`), matched by name: the object's type is not visible. A
+    project's own package of that name (a `datasets/` folder) is not the library."""
+    entry = facts().method_draws.get(attribute or "")
+    if entry is None or entry.requires_import in first_party or not entry.draws(call):
+        return None
+    if not any(module.split(".", 1)[0] == entry.requires_import for module in imported):
+        return None
+    return entry.kind
+
+
+def draws_when_applied(name: Optional[str]) -> bool:
+    """A random object whose construction draws nothing yet (MONAI's `Rand*` transforms, seeded by
+    the loader that applies them): a seed after it is not late (TDL004)."""
+    if not name:
+        return False
+    module, _, last = name.rpartition(".")
+    return any(classes.when_applied and classes.matches(module, last) for classes in facts().random_classes)
+
+
+@lru_cache(maxsize=1)
+def seeding_methods() -> FrozenSet[str]:
+    """The methods by which random objects seed themselves (`set_random_state` for MONAI's `Rand*`
+    transforms): a construction such a method is called on draws nothing from the global generators."""
+    return frozenset(classes.seeded_by for classes in facts().random_classes if classes.seeded_by)
 
 
 def builds_from_module_dict(name: Optional[str]) -> bool:
@@ -337,6 +502,15 @@ def dataloader_classes() -> Dict[str, bool]:
         classes.update(dict.fromkeys(library.loaders_positional, True))
         classes.update(dict.fromkeys(library.loaders, False))
     return classes
+
+
+@lru_cache(maxsize=1)
+def own_worker_init_loaders() -> FrozenSet[str]:
+    """The DataLoader subclasses that install a `worker_init_fn` of their own when none is given
+    (MONAI's loaders: `monai.data.utils.worker_init_fn` reseeds the dataset's random transforms)."""
+    from torchdet_lint.core.catalog import load_catalog
+
+    return frozenset(name for library in load_catalog().libraries for name in library.own_worker_init)
 
 
 def is_dataloader(name: Optional[str]) -> bool:

@@ -37,6 +37,12 @@ class DataLoaderWithoutGenerator(Rule):
     `WeightedRandomSampler` built inline without `generator=` (a sampler built
     elsewhere is TDL104's).
 
+    The DataLoader subclasses of libraries are DataLoaders too
+    (`rules/third_party.toml` lists them): PyG's and DGL's loaders, MONAI's
+    `DataLoader` and `ThreadDataLoader` (which pass `shuffle=` and
+    `generator=` on to torch's), a loader Accelerate's `prepare` wraps (the
+    rule reads the loader where it is built).
+
     ## Fix safety
     Safe: the fix adds `generator=torch.Generator().manual_seed(torch.initial_seed())`
     (to the inline sampler when the sampler shuffles), which ties the order to

@@ -36,6 +36,13 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
     `strict`, every loader with workers and no `worker_init_fn=` is
     reported, as the PyTorch notes recommend.
 
+    MONAI's `DataLoader` and `ThreadDataLoader` are not reported: when the
+    call gives no `worker_init_fn=`, they install their own
+    (`monai.data.utils.worker_init_fn`, `monai/data/dataloader.py` 0.3 to
+    1.5), which reseeds every object of the dataset that has
+    `set_random_state` (MONAI's random transforms and randomizable datasets)
+    from the worker's seed; the rule's fix would replace it.
+
     A loader handed to a Lightning `Trainer` (built in a `*_dataloader` hook,
     or passed to `trainer.fit`/`validate`/`test`/`predict`) is not reported
     when an entry point calls `seed_everything(..., workers=True)`: the
@@ -54,6 +61,9 @@ class DataLoaderWithoutWorkerInit(ProjectRule):
     ## Known problems
     A dataset returned by a function, or held in an attribute, cannot be
     followed: the loader is not reported (profile `strict`: reported).
+    MONAI's `worker_init_fn` reseeds only objects with `set_random_state`: a
+    plain RNG object held by a first-party dataset under a MONAI loader is
+    copied into every worker, and is not reported.
     Arguments passed through `**kwargs` are not seen.
 
     ## Options

@@ -101,9 +101,19 @@ class CheckpointWithoutRngState(ProjectRule):
     function started in a new process (`mp.spawn(train, ...)`, a spawned
     entry point) is a run of its own: the states it needs are what it reaches.
 
-    Not reported: Accelerate's `accelerator.save_state`/`load_state`, the
-    Transformers `Trainer` and Lightning's `Trainer` (their checkpoints carry
-    the RNG states, and they are not `torch.save` of a dict anyway);
+    Accelerate's checkpoints (`rules/runs.toml`): `accelerator.load_state(...)`
+    resumes training, and `accelerator.save_state(...)` is a checkpoint that
+    carries, for every process, exactly the states Accelerate's source saves
+    (`checkpointing.py`, 0.6 to 1.14): torch's CPU and CUDA generators,
+    `random` and NumPy's global RNG. It is reported only for what it leaves
+    out, a generator handed to a DataLoader or sampler (`generator=g`), with
+    no fix (there is no dict to add to): save `g.get_state()` beside it.
+    The accelerator is the object built by `accelerate.Accelerator(...)`, or
+    a name or attribute `accelerator` whose construction is not visible.
+
+    Not reported: the Transformers `Trainer` and Lightning's `Trainer` (their
+    checkpoints carry the RNG states, and they are not `torch.save` of a dict
+    anyway);
     checkpoints in a project that never loads an optimizer's state back; and
     states that the training loop reseeds from its own counter before each
     step or epoch, since a resumed run then draws the same streams: a seeding
@@ -303,9 +313,14 @@ class CheckpointWithoutRngState(ProjectRule):
             words = [f"the loader generator `{named[state]}`" if state in named else WORDS[state] for state in missing]
             reads = [f"`{named[state]}.get_state()`" if state in named else f"`{READS[state]}`" for state in missing]
             saved = f"checkpoint saved through `{site.through.spelling}`" if site.through is not None else "checkpoint"
+            holds = f"{saved} with the optimizer state"
+            save = f"save {_join(reads)} in it"
+            if site.saved_by:
+                holds = f"checkpoint of `{site.saved_by}(...)` with the optimizer and the global RNG states"
+                save = f"save {_join(reads)} beside it"
             message = (
-                f"{saved} with the optimizer state but not the state of {_join(words)}: training resumed from it "
-                f"(`{load.receiver}.load_state_dict` at {where}) draws other random numbers than an uninterrupted run; "
+                f"{holds} but not the state of {_join(words)}: training resumed from it "
+                f"(`{load.receiver}.{load.method}` at {where}) draws other random numbers than an uninterrupted run; "
             )
             if RANKS in module_states[display] and analysis.per_rank(display, site, runs):
                 who = analysis.writer(site)
@@ -314,7 +329,7 @@ class CheckpointWithoutRngState(ProjectRule):
                     "restore each rank's own after the load: restoring one rank's states everywhere makes the ranks draw alike"
                 )
             else:
-                message += f"save {_join(reads)} in it and restore {'them' if len(reads) > 1 else 'it'} after the load"
+                message += f"{save} and restore {'them' if len(reads) > 1 else 'it'} after the load"
             fixer = _Fixer(project, analysis, display, resume[display])
             fix = fixer.fix(site, missing, module_states[display], loads, runs)
             if fix is None and fixer.withheld:
@@ -492,7 +507,7 @@ class _Analysis:
 
     def present(self, display: str, site: CheckpointSite) -> Set[str]:
         """The states the checkpoint's function saves: read there, or by a helper it calls."""
-        present = set(self.resume[display].captures.get(site.key, ()))
+        present = set(self.resume[display].captures.get(site.key, ())) | set(site.carries)
         for node in self.savers.get(id(site), ()):
             present.update(state for state in self.captures(node) if not state.startswith(GENERATOR))
         for target, names in site.helper_calls:

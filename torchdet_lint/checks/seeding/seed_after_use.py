@@ -13,6 +13,7 @@ from torchdet_lint.core.rule import Rule, last_names
 from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
+    draws_when_applied,
     facts,
     helper_covers,
     is_dataloader,
@@ -242,7 +243,7 @@ class SeedAfterRngUse(Rule):
     def _draw(self, node: cst.Call, qualified: Optional[str]) -> Optional[str]:
         kind = draw_kind(qualified, node, self.context)
         if kind is not None:
-            return kind
+            return None if draws_when_applied(qualified) else kind  # a `Rand*` transform draws when applied
         loader = loader_name(self.context, node) if qualified is None else qualified
         if is_dataloader(loader) and loader_shuffles(node, self.context.call_name, loader):
             return None  # the order is drawn when iterating, not here

@@ -9,6 +9,7 @@ from typing import ClassVar, Iterable, List, Optional, Set, Tuple
 from torchdet_lint.checks.insertions import Insertion, import_edit
 from torchdet_lint.core.diagnostics import Diagnostic, Fix
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
+from torchdet_lint.model.facts import RESEEDED
 from torchdet_lint.model.project import EntryPoint, Project, Reach
 from torchdet_lint.model.summary import RNG_KINDS
 
@@ -198,7 +199,15 @@ class _UnseededGlobalRng(ProjectRule):
                 message = spawned_message(project, entry, message, self.kind)
             fix = seeding_fix(project, entry, needed)
             elsewhere = Insertion(project, entry, needed).elsewhere if fix is None else None
-            if elsewhere is not None:
+            reseeded = reach.covers.get(RESEEDED)
+            if reseeded is not None:
+                # A seed inserted at the start would be undone by this call: it is the one to change.
+                message += (
+                    f"; no fix offered: {reseeded.site.text} at {project.where(reseeded)} reseeds the generators "
+                    "from a seed drawn at run time: give it a fixed seed"
+                )
+                fix = None
+            elif elsewhere is not None:
                 message += f"; no fix offered: seed at the start of {elsewhere}"
             yield project.entry_diagnostic(entry, self.code, self.name, message, fix)
 
@@ -341,9 +350,29 @@ class UnseededTorch(_UnseededGlobalRng):
     including one in a helper module two calls away, or from a known helper:
     Lightning's `seed_everything`, `transformers.set_seed`,
     `accelerate.utils.set_seed`, `mmengine`'s `set_random_seed`,
-    `detectron2`'s `seed_all_rng`, and config `seed-functions`.
+    `detectron2`'s `seed_all_rng`, MONAI's `set_determinism`, SpeechBrain's
+    `speechbrain.utils.seed_everything`, and config `seed-functions`
+    (`rules/seed_helpers.toml` cites the source of each).
     `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
     and CPU sampling use the CPU generator; the message says so.
+
+    Library randomness counts as torch's: torchvision's model builders and
+    random transforms, `timm.create_model`, MONAI's networks
+    (`monai.networks.nets.*`) and its `Rand*` transforms, which the MONAI
+    DataLoader seeds from torch's generator (its `worker_init_fn`, or a seed
+    drawn from the generator when it has no workers). A `Rand*` transform
+    that `set_random_state(...)` seeds itself draws nothing from the global
+    generators: chained on it or on the `Compose` that holds it, or called
+    anywhere in the file on the name it is bound to.
+
+    `monai.utils.set_determinism(seed=None)` does not seed: MONAI's source
+    (`monai/utils/misc.py`) reseeds torch from `torch.default_generator.seed()`
+    and `random` and NumPy from the operating system, and restores the cuDNN
+    flags. A seed inserted at the start of the run would be undone by it, so
+    the rules name that call instead of offering a fix (the contract reads
+    `seed=None` as "seeds nothing"; this is the fix that follows from the
+    source). An absent seed is MONAI's default, `np.iinfo(np.uint32).max`:
+    seeded.
 
     A module whose parameters a strict `load_state_dict` of the same object
     then overwrites (`model = Net(); model.load_state_dict(torch.load(path))`,
@@ -418,6 +447,12 @@ class UnseededTorch(_UnseededGlobalRng):
     is seeded with the shared seed. `conftest.py` and `hubconf.py` are imported by
     pytest and `torch.hub`: they are not scripts. A seed in a branch
     (`if args.seed is not None:`) counts as a seed.
+
+    A MONAI `Rand*` transform applied outside MONAI's DataLoader (a plain
+    `torch.utils.data.DataLoader`, or called directly) draws from a
+    generator MONAI seeds from the operating system, which no global seed
+    reaches: seeding torch does not make it reproducible there, only
+    `set_random_state`.
 
     ## Options
     `seed` (the value the fix uses), `seed-functions`, `entry-points`.
@@ -514,6 +549,16 @@ class UnseededNumpyRandom(_UnseededGlobalRng):
     splits made with them differ on every run. The rule follows the program
     from its entry points as TDL001 does.
 
+    Libraries that draw from it count too (`rules/rng_sources.toml` cites
+    their source): MONAI's `create_test_image_2d`/`create_test_image_3d`
+    without `random_state=`, and the Hugging Face `datasets` methods
+    `train_test_split(...)` and `shuffle(...)` without `seed=` or
+    `generator=` (`Dataset`, from datasets 1.2, takes its seed from
+    `np.random.get_state()`; `DatasetDict.shuffle` with `seeds=`/`generators=`
+    is seeded; `train_test_split(shuffle=False)` draws nothing). Those
+    methods are matched by name in files that import `datasets`, since the
+    object's type is not visible.
+
     {reach}
 
     {fix_safety}
@@ -521,7 +566,11 @@ class UnseededNumpyRandom(_UnseededGlobalRng):
     ## Known problems
     As TDL001. `np.random.default_rng()` objects are TDL005's; NumPy draws in
     DataLoader workers are seeded by PyTorch from 1.9 on (TDL102 covers the
-    rest).
+    rest). A streaming `datasets` `IterableDataset.shuffle()` without a seed
+    (and `Dataset.shuffle()` in datasets 1.0 and 1.1) seeds its generator from
+    the operating system, which `np.random.seed` does not reach: it is
+    reported like the others, and the fix does not make it reproducible; give
+    it `seed=`.
 
     ## Options
     `seed`, `seed-functions`, `entry-points`.
