@@ -63,11 +63,11 @@ from torchdet_lint.model.facts import (
     loader_position,
     loader_shuffles,
     mentions_cuda,
-    torch_device_call,
     method_draw_kind,
     own_worker_init_loaders,
     reseeds_at_random,
     seeding_methods,
+    torch_device_call,
 )
 from torchdet_lint.model.inductor import COVER_EXPLICIT, COVER_FLAG, inductor_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, Makers, unwrap_self_returning
