@@ -322,7 +322,7 @@ class CheckpointWithoutRngState(ProjectRule):
                 f"{holds} but not the state of {_join(words)}: training resumed from it "
                 f"(`{load.receiver}.{load.method}` at {where}) draws other random numbers than an uninterrupted run; "
             )
-            if RANKS in module_states[display] and analysis.per_rank(display, site, runs):
+            if not site.saved_by and RANKS in module_states[display] and analysis.per_rank(display, site, runs):
                 who = analysis.writer(site)
                 message += (
                     f"save every rank's {_join(reads)} in it ({who}, and each process draws its own streams) and "

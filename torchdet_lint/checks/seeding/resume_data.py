@@ -8,7 +8,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.rule import ProjectRule
-from torchdet_lint.model.checkpoints import ResumeFacts, load_node, optimizer_loads, wrapped_checkpoints
+from torchdet_lint.model.checkpoints import CheckpointSite, ResumeFacts, load_node, optimizer_loads, wrapped_checkpoints
 from torchdet_lint.model.project import Located, Node, Project
 from torchdet_lint.model.resume_data import BatchLoop, Place, ResumeDataFacts
 from torchdet_lint.model.summary import Site
@@ -29,14 +29,21 @@ def resumes(project: Project) -> List[Resume]:
     """Every place where the project resumes training, with the function whose reach runs it."""
     resume = {display: summary.resume for display, summary in project.summaries.items() if summary.resume is not None}
     found = [
-        Resume(path, load_node(path, load), load.line, load.span, f"`{load.receiver}.load_state_dict(...)`")
+        Resume(path, load_node(path, load), load.line, load.span, f"`{load.receiver}.{load.method}(...)`")
         for path, load in optimizer_loads(project, resume)
     ]
+    seen = {(resume.path, resume.line) for resume in found}  # Accelerate's `load_state` is read by both
     for display, summary in sorted(project.summaries.items()):
         facts = summary.resume_data
         for place in facts.resumes if facts is not None else ():
-            found.append(Resume(display, (display, place.key), place.line, place.span, place.text))
+            if (display, place.line) not in seen:
+                found.append(Resume(display, (display, place.key), place.line, place.span, place.text))
     return found
+
+
+def _saved_with(site: CheckpointSite) -> str:
+    """The call that saves the checkpoint, as messages name it."""
+    return f"`{site.saved_by}(...)`" if site.saved_by else "`torch.save(...)`"
 
 
 class ResumeReplaysData(ProjectRule):
@@ -276,7 +283,7 @@ class _Analysis:
             found: Dict[Node, Place] = {}
             for display, facts in sorted(self.resume.items()):
                 for site in facts.checkpoints:
-                    found.setdefault((display, site.key), Place(site.key, site.line, "`torch.save(...)`"))
+                    found.setdefault((display, site.key), Place(site.key, site.line, _saved_with(site)))
                 for site, _ in wrapped_checkpoints(self.project, self.resume, display):
                     found.setdefault((display, site.key), Place(site.key, site.line, f"`{site.through.spelling}(...)`"))
             for display, facts in sorted(self.data.items()):
@@ -305,7 +312,7 @@ class _Analysis:
         places: List[Place] = []
         facts = self.resume.get(display)
         if facts is not None:
-            places += [Place(key, site.line, "`torch.save(...)`") for site in facts.checkpoints if site.key == key]
+            places += [Place(key, site.line, _saved_with(site)) for site in facts.checkpoints if site.key == key]
             places += [
                 Place(key, site.line, f"`{site.through.spelling}(...)`")
                 for site, _ in wrapped_checkpoints(self.project, self.resume, display)
