@@ -23,6 +23,33 @@ def pytest_addoption(parser):
         default=False,
         help="rewrite the expected .txt / .fixed.py files of fixtures/ from the current output (review the diff)",
     )
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="run the slow tier too (training runs on torch, the wheel, fresh virtual environments, editors, "
+        "pre-commit): the README's test command and CI do",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: the slow tier, run with --full (processes that train, install or start editors)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without `--full`, the slow tier is left out: the default `pytest` is the inner loop."""
+    if config.getoption("--full") or config.getoption("-m"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+        config.hook.pytest_deselected(items=slow)
+
+
+def pytest_report_header(config):
+    if not config.getoption("--full"):
+        return "tiers: fast only (the slow tier is deselected: `pytest --full` runs everything)"
+    return "tiers: all (--full)"
 
 
 @pytest.fixture

@@ -346,7 +346,7 @@ def relint(args: argparse.Namespace, root: Path) -> Dict[str, Any]:
             continue
         if not args.json:
             print(f"relint: {repo.name} ...", file=sys.stderr, flush=True)
-        result = run_linter(repo, snapshot, linter_path, args.jobs)
+        result = _saved_result(Path(args.saved), repo) if args.saved else run_linter(repo, snapshot, linter_path, args.jobs)
         entry["seconds"] = round(result["seconds"], 2)
         if "error" in result:
             entry["status"] = "error"
@@ -415,6 +415,17 @@ def print_report(report: Dict[str, Any]) -> None:
 
 
 # --- comparing two saved runs --------------------------------------------------------------------
+
+
+def _saved_result(directory: Path, repo: Repo) -> Dict[str, Any]:
+    """A repository's diagnostics as `--save` kept them, in `run_linter`'s shape."""
+    path = directory / f"{repo.name}.json"
+    seconds = json.loads((directory / "_meta.json").read_text(encoding="utf-8")).get("repos", {}).get(repo.name, {})
+    try:
+        diagnostics = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return {"seconds": 0.0, "error": f"{path}: {error}"}
+    return {"seconds": seconds.get("seconds") or 0.0, "diagnostics": diagnostics}
 
 
 def _load_run(directory: Path) -> Dict[str, List[Dict[str, Any]]]:
@@ -507,6 +518,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--linter-path", default=str(REPOSITORY), help="checkout of torchdet-lint to run (default: this one)")
     parser.add_argument("--jobs", "-j", type=int, help="passed to the linter as --jobs (default: the linter's own)")
+    parser.add_argument("--saved", metavar="DIR", help="report on a run kept with --save instead of linting")
     parser.add_argument("--compare", nargs=2, metavar=("OLD_DIR", "NEW_DIR"), help="compare two saved runs; lint nothing")
     args = parser.parse_args(argv)
 
@@ -528,6 +540,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     root = Path(root_text).expanduser().resolve()
     if not root.is_dir():
         parser.error(f"the snapshot root {root} is not a directory")
+    if args.saved and not (Path(args.saved) / "_meta.json").is_file():
+        parser.error(f"--saved: {args.saved} holds no run kept with --save")
     if not (Path(args.linter_path) / "torchdet_lint").is_dir():
         parser.error(f"--linter-path {args.linter_path} holds no torchdet_lint package")
     report = relint(args, root)
