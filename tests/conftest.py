@@ -36,8 +36,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: the slow tier, run with --full (processes that train, install or start editors)")
 
 
+# Whole files of the slow tier: each test starts training programs on torch, builds and installs
+# the package, or drives pre-commit and the editors.
+SLOW_FILES = ("e2e/", "test_wheel.py", "test_precommit.py", "test_vscode_extension.py", "test_neovim.py")
+
+
 def pytest_collection_modifyitems(config, items):
     """Without `--full`, the slow tier is left out: the default `pytest` is the inner loop."""
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        where = Path(str(item.path)).resolve().relative_to(tests).as_posix()
+        if where.startswith(SLOW_FILES):
+            item.add_marker(pytest.mark.slow)
     if config.getoption("--full") or config.getoption("-m"):
         return
     slow = [item for item in items if item.get_closest_marker("slow") is not None]

@@ -27,7 +27,7 @@ from torchdet_lint import __version__
 # Every install command the documentation holds, and how this file exercises it.
 CPU_TORCH = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 README_FIRST = "pip install . && torchdet-lint examples/"
-README_TESTS = 'pip install -e ".[test]" && pytest'
+README_TESTS = 'pip install -e ".[test]" && pytest --full -n auto'
 FROM_CLONE = "pip install ."
 FROM_CLONE_SERVER = "pip install '.[server]'"
 FROM_URL_SERVER = 'pip install "torchdet-lint[server] @ git+$URL"'
@@ -144,6 +144,7 @@ def _readme_block(first_line: str) -> str:
     raise AssertionError(f"no README block with {first_line!r}")
 
 
+@pytest.mark.slow  # installs into fresh virtual environments
 def test_readme_set_up_and_every_install_command_in_a_fresh_venv(clone: Path, fresh_env: Dict[str, str]) -> None:
     pip_version = _shell("pip --version", clone, fresh_env).stdout
     assert pip_version.startswith("pip ") and str(Path(fresh_env["VIRTUAL_ENV"])) in pip_version

@@ -34,6 +34,7 @@ def test_every_fixable_performance_rule_has_a_runnable_fixture() -> None:
     assert fixable == {path.parent.name for path in RUNNABLE}
 
 
+@pytest.mark.slow  # runs each program on torch, before and after the fix
 @pytest.mark.parametrize("program", RUNNABLE, ids=lambda p: p.parent.name)
 def test_fixed_program_runs_and_computes_the_same(program: Path, tmp_path: Path) -> None:
     """The reviewed `.fixed.py` expectation (what the real fixer produces, checked by

@@ -17,9 +17,12 @@ def test_rule_table_is_current() -> None:
 
 def test_two_setup_commands() -> None:
     blocks = re.findall(r"```sh\n(.*?)```", README.split("## Quick start", 1)[1].split("\n## ", 1)[0], re.S)
-    assert [b.strip() for b in blocks] == ["pip install . && torchdet-lint examples/", 'pip install -e ".[test]" && pytest']
+    assert [b.strip() for b in blocks] == [
+        "pip install . && torchdet-lint examples/",
+        'pip install -e ".[test]" && pytest --full -n auto',
+    ]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert 'pip install -e ".[test]" && pytest' in ci
+    assert 'pip install -e ".[test]" && pytest --full -n auto' in ci
 
 
 # -- the README's commands, run or checked against the repository ---------------------------------
