@@ -287,3 +287,41 @@ def test_report_on_a_named_entry_point_cites_the_findings_of_the_files_it_reache
         loaders = entry["checks"]["dataloaders"]
         assert loaders["status"] == "missing", args
         assert [(e["path"], e["line"]) for e in loaders["evidence"]] == [("data.py", 5)]
+
+
+GENERATE = """import importlib
+import sys
+
+import torch
+
+
+def main(class_path):
+    module, name = class_path.rsplit(".", 1)
+    model = getattr(importlib.import_module(module), name)()
+    model.cuda().eval()
+    with torch.no_grad():
+        print(model(torch.ones(1, 8, device="cuda")))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
+"""
+
+
+def test_cuda_work_of_a_run_only_assumed_to_train_is_unknown(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"generate.py": GENERATE})
+    # Nothing seen trains, and the model class hides behind `import_module`: its CUDA work
+    # matters only if it trains, which the analysis cannot tell.
+    assert [code for _, _, code, _ in _check(root, "--select", "TDL302")] == []
+    code, report = _report(root)
+    [entry] = report["entry_points"]
+    result = entry["checks"]["deterministic-mode"]
+    assert result["status"] == "unknown", result
+    assert "`importlib.import_module(...)`: the analysis cannot follow it" in result["evidence"][0]["message"]
+    assert code == 1
+    [(_, _, _, message)] = _check(root, "--select", "TDL302", "--profile", "strict")
+    assert "no call that trains was seen" in message and "`importlib.import_module(...)` at generate.py:9" in message
+    # Seen to train, the same run is reported in the default profile.
+    trains = GENERATE.replace("model.cuda().eval()", "model.cuda()\n    model(torch.ones(1, 8, device='cuda')).sum().backward()")
+    (root / "generate.py").write_text(trains, encoding="utf-8")
+    assert [code for _, _, code, _ in _check(root, "--select", "TDL302")] == ["TDL302"]

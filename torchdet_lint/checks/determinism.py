@@ -133,7 +133,14 @@ class DeterministicModeNotEnabled(ProjectRule):
     `scatter_add_`, ...). The same holds for the operations that withhold the
     fix: one that raises only in its backward pass stops only a run that
     trains. A run whose reach passes through code the analysis cannot follow
-    (a class named by a string from configuration) is taken to train. In the
+    (a class named by a string from configuration) may train there: it is
+    never concluded not to train. But when nothing it was seen to reach
+    trains and what it reaches matters only in a run that trains (CUDA work
+    alone, operations whose nondeterminism is in the backward pass: an
+    inference or sampling script whose model class comes from a registry),
+    the finding would rest on a guess: the default profile does not report
+    it, profile `strict` does (the message names the sites the analysis
+    could not follow), and `report` shows the cell as `unknown`. In the
     same way, a run that never leaves the CPU (no CUDA work, and no move to a
     device that is not visibly the CPU: `.to(device)`, `device=...`,
     `device_map=`, DDP, Accelerate, a Lightning or Transformers trainer) is
@@ -206,6 +213,12 @@ class DeterministicModeNotEnabled(ProjectRule):
                 if project.settings.profile != "strict":
                     continue  # the flag may be enabled behind what the analysis could not follow
                 message += project.open_world_note(entry, supplier, "enables the flag")
+            elif project.training_assumed(entry) and not any(reach.governed(False, on_cuda)):
+                # What is cited matters only in a run that trains, and this one is only assumed to
+                # train because it passes through code the analysis cannot follow: unknown.
+                if project.settings.profile != "strict":
+                    continue
+                message += project.unknown_training_note(entry)
             where = "at the start of the entry point"
             if entry.spawn is not None:
                 message = spawned_message(project, entry, message, "deterministic")

@@ -956,6 +956,12 @@ class Project:
         reach = self.entry_reach(entry)
         return bool(reach.trains) or bool(reach.unresolved)
 
+    def training_assumed(self, entry: EntryPoint) -> bool:
+        """Whether `trains` holds only because the run is incomplete: nothing it was seen to reach
+        trains, so whether it trains is unknown."""
+        reach = self.entry_reach(entry)
+        return not reach.trains and bool(reach.unresolved)
+
     def unreached_supplier(self, entry: EntryPoint, kind: str) -> Optional[Located]:
         """Open world: for an incomplete entry point, a first-party seeding or determinism helper
         of the project (its name says `seed` or `determinis`, or config `seed-functions` lists it)
@@ -1000,6 +1006,14 @@ class Project:
         return (
             f"; the run passes through {sites}, which the analysis cannot follow, and {supplier.site.text} at "
             f"{self.where(supplier)}, which {what}, is reached by no path it could follow"
+        )
+
+    def unknown_training_note(self, entry: EntryPoint) -> str:
+        """`no call that trains was seen, and the run passes through ... which the analysis cannot follow`."""
+        sites = ", ".join(f"{item.site.text} at {self.where(item)}" for item in self.unresolved(entry)[:2])
+        return (
+            f"; it matters only if the run trains: no call that trains was seen, and the run passes through {sites}, "
+            "which the analysis cannot follow"
         )
 
     def launched(self, entry: EntryPoint) -> List[Node]:

@@ -266,6 +266,8 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             supplier = project.unreached_supplier(entry, "deterministic")
             if (cuda or ops) and supplier is not None:
                 return _unknown(project, entry, "it may enable the flag there", supplier)
+            if (cuda or ops) and project.training_assumed(entry) and not any(reach.governed(False, project.uses_cuda(entry))):
+                return _unknown(project, entry, "it may train there, and only training needs the flag for what it reaches")
             if cuda or ops:
                 return CheckResult(
                     IGNORED, [Evidence(entry.path, entry.line, "TDL302 is suppressed here (`# noqa` or `per-file-ignores`)")]
