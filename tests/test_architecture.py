@@ -1,6 +1,6 @@
 """The package's layers, read from every module's imports with `ast` (lazy and
 `TYPE_CHECKING` imports included): no import cycle, and imports point down
-only, as the README's "Architecture" section draws it.
+only, as docs/architecture.md draws it.
 
 A module's layer is the folder it is in, so a new module's layer follows from
 where it is put:
@@ -163,7 +163,7 @@ def test_imports_point_down_only(module: str) -> None:
 
 def test_every_folder_of_the_package_is_a_layer() -> None:
     folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and any(path.rglob("*.py"))}
-    assert folders == set(FOLDERS), "a new folder needs its layer in FOLDERS and in the README's architecture"
+    assert folders == set(FOLDERS), "a new folder needs its layer in FOLDERS and in docs/architecture.md"
 
 
 def test_the_top_level_holds_only_the_faces() -> None:

@@ -1,4 +1,4 @@
-"""Every `pip install` the README, docs/ and editors/ tell a user to type works as written:
+"""Every `pip install` the README, CONTRIBUTING.md, docs/ and editors/ tell a user to type works as written:
 each one is found in those files, and each is run here in a fresh virtual environment
 with the pip that `venv` ships (no upgrade first, as a new user has it), or checked
 against the repository when it cannot run offline. The README's test command is what
@@ -51,7 +51,7 @@ PACKAGE_PARTS = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "torch
 
 
 def _documentation_files() -> List[Path]:
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
     for path in sorted((ROOT / "editors").rglob("*")):
         if path.is_file() and not {"node_modules", "test"} & set(path.parts) and path.suffix in (".md", ".js", ".rs", ".toml"):
             files.append(path)
@@ -84,7 +84,7 @@ def test_every_documented_pip_install_is_exercised() -> None:
     for hint_file in ("editors/vscode/src/resolve.js", "editors/zed/src/lib.rs", "editors/vscode/README.md"):
         assert any(where.startswith(hint_file) for places in found.values() for where in places), hint_file
     # Nothing that cannot work: the package is not on PyPI, and there are no release tags.
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+    for path in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = _normalised(path.read_text(encoding="utf-8"))
         assert "pip install 'torchdet-lint[server]'" not in text and "pip install torchdet-lint" not in text, path
         assert "OWNER" not in text and "rev: v0." not in text, path

@@ -1,4 +1,4 @@
-"""Qualified-name resolution: every import form of RULES.md "Name resolution", and rebinding."""
+"""Qualified-name resolution: every import form (docs/decisions.md, "Names"), and rebinding."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """One file linted at torch 1.8, 2.0 and 2.13: TDL201/TDL202 follow the catalog's
-behaviour per version (reference/ops.json, `effective_behavior_by_version`)."""
+behaviour per version (rules/ops.toml, read in PyTorch's code where its docstring lags)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Partial runs tell the truth: what is reported for a file never depends on which
-other files are named (RULES.md, "Decisions from real repositories").
+other files are named (docs/decisions.md, "Partial runs and projects").
 
 A named file, standard input and flake8 are run here for real; pre-commit and
 the language server have their tests in test_precommit.py and test_server.py.
@@ -200,7 +200,7 @@ def _audited_run(watched: Path, cwd: Path, *args: str) -> Tuple[List[dict], List
 
 
 def test_with_no_marker_a_loose_file_is_a_project_of_its_own_directory(tmp_path: Path) -> None:
-    """RULES.md, "Decisions from real repositories": from a folder of many checkouts, a loose
+    """docs/decisions.md, "Partial runs and projects": from a folder of many checkouts, a loose
     script with no marker above it is a project of its own directory; the run opens and lists
     nothing else under the working directory (it walked every tree below it: 126 s)."""
     folder = tmp_path / "checkouts"

@@ -182,7 +182,7 @@ def _registry_project(members: int) -> Dict[str, str]:
 
 
 def test_a_registry_is_followed_up_to_64_members_and_a_model_zoo_is_not() -> None:
-    """README, "Reach through objects": picking from a registry reaches every member, but a
+    """docs/decisions.md, "Registries and launchers": picking from a registry reaches every member, but a
     registry past 64 members (timm's `@register_model` zoo) would make every pick reach it all."""
     assert _codes(lint_sources(_registry_project(64), select=["TDL002"])) == ["main.py:5:1 TDL002"]
     assert _codes(lint_sources(_registry_project(65), select=["TDL002"])) == []
@@ -201,7 +201,7 @@ def _command_table_project(members: int, torch_words: bool) -> Dict[str, str]:
 
 
 def test_a_table_of_commands_is_followed_up_to_64_members() -> None:
-    """README, "Reach through objects": a dict of commands handed to a command-line launcher
+    """docs/decisions.md, "Registries and launchers": a dict of commands handed to a command-line launcher
     reaches each member, within the registries' bound (collector and `ast` scan alike)."""
     for torch_words in (False, True):
         line = 6 if torch_words else 5
@@ -327,7 +327,7 @@ def test_tdl201_stays_without_entry_points_and_goes_with_an_enabling_one() -> No
 
 
 def test_one_enabling_entry_point_silences_tdl201_project_wide() -> None:
-    """RULES.md: one entry point that enables the flag silences TDL201 everywhere, other entry points included."""
+    """One entry point that enables the flag silences TDL201 everywhere, other entry points included (TDL201's docs)."""
     sources = {
         "layers.py": CONV,
         "train.py": (
@@ -387,7 +387,7 @@ BICUBIC_TRAIN = (
 
 
 def test_tdl302_offers_no_fix_where_a_reached_operation_raises_under_the_flag(tmp_path: Path) -> None:
-    """RULES.md, "Catalog and evidence": enabling the flag would stop the first backward at the
+    """TDL302's "Fix safety": enabling the flag would stop the first backward at the
     bicubic upsampling (TDL202), so the JSON output has no fix and the message names the operation."""
     (tmp_path / "pyproject.toml").write_text("[tool.torchdet-lint]\n", encoding="utf-8")
     (tmp_path / "losses.py").write_text(BICUBIC_LOSS, encoding="utf-8")

@@ -423,7 +423,7 @@ if __name__ == "__main__":
 
 
 def test_a_checkpoint_conversion_script_needs_no_deterministic_mode(tmp_path: Path) -> None:
-    # RULES.md "Catalog and evidence": device objects and housekeeping alone are no CUDA work, and
+    # docs/decisions.md, "CUDA work, devices and gradients": device objects and housekeeping alone are no CUDA work, and
     # tensors read from a checkpoint loaded onto the CPU run no CUDA kernel; a device name chosen
     # as "cuda" is CUDA work where it is used.
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")

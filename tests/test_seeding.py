@@ -167,7 +167,7 @@ def test_tdl007(seed: str, reported: bool) -> None:
     assert bool(lint_sources({"a.py": source}, select=["TDL007"])) is reported
 
 
-# -- which seeding helper the TDL001 fix calls (RULES.md, "Decisions from real repositories") ------
+# -- which seeding helper the TDL001 fix calls (TDL001's "Fix safety") --------------------------------
 
 _TRAIN = 'import torch\n\n\ndef main():\n    return torch.randn(3)\n\n\nif __name__ == "__main__":\n    main()\n'
 _HELPER = (

@@ -1,4 +1,4 @@
-"""Third-party libraries (RULES.md, "Third-party libraries"): their kernels by library
+"""Third-party libraries (docs/decisions.md, "Libraries as data"; TDL203's table): their kernels by library
 version (config, installed metadata, newest known), DataLoader subclasses, seed helpers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The training stack users run (RULES.md, "Third-party libraries"): xformers by version, FlashAttention
+"""The training stack users run (docs/decisions.md, "Libraries as data"): xformers by version, FlashAttention
 behind names, Accelerate, MONAI, Hugging Face datasets, SpeechBrain, RAFT, and the library loops that
 train; the facts behind them are cited in rules/, version by version."""
 
