@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import venv
@@ -13,6 +14,8 @@ SOURCE = "import torch\ntorch.backends.cudnn.benchmark = True\ndef f(x, i, s):\n
 
 
 def test_wheel_installs_and_lints_with_catalog_data(tmp_path: Path) -> None:
+    # The installed wheel, not a source tree a PYTHONPATH of the caller points at.
+    clean = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(ROOT)],
@@ -35,6 +38,7 @@ def test_wheel_installs_and_lints_with_catalog_data(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=clean,
     ).stdout
     assert "ops.toml" in listing
     (tmp_path / "train.py").write_text(SOURCE, encoding="utf-8")
@@ -43,6 +47,7 @@ def test_wheel_installs_and_lints_with_catalog_data(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=clean,
     )
     assert completed.returncode == 1, completed.stderr
     codes = {line.split()[1] for line in completed.stdout.splitlines() if ": TDL" in line}
