@@ -225,6 +225,8 @@ class _Frame:
     serial: int = 0  # tells the frames of a walk apart
     autograd_function: bool = False  # a class: a `torch.autograd.Function` subclass
     local_defs: Dict[str, Tuple[Optional[str], str]] = field(default_factory=dict)  # nested functions -> identity
+    # A name bound by `for x in xs` (a loop or a comprehension) -> every `xs` it iterated over.
+    iterated: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
 
 
 _EMPTY_INIT_CONTEXTS = frozenset(
@@ -1011,6 +1013,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target, None)
+        self._iterated(node.target, node.iter)
         counter = _counter_target(node.target, node.iter, self.resolver)
         if counter is not None:
             self._function.counters.add(counter)
@@ -1019,6 +1022,24 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, None)
+
+    def _comprehension(self, node: cst.BaseComp) -> None:
+        # The element (`dist.sample()` in `[dist.sample() for dist in probs]`) is visited before
+        # its `for` clauses: what their names iterate over is recorded first.
+        clause: Optional[cst.CompFor] = node.for_in
+        while clause is not None:
+            self._iterated(clause.target, clause.iter)
+            clause = clause.inner_for_in
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
+
+    def _iterated(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        if type(target) is cst.Name:
+            self._function.iterated.setdefault(target.value, []).append(iterable)
+
+    def iterated(self, name: str) -> List[cst.BaseExpression]:
+        """What a name bound by `for name in ...` in the enclosing function iterated over."""
+        return list(self._function.iterated.get(name, ()))
 
     def visit_AsName(self, node: cst.AsName) -> None:
         if isinstance(node.name, (cst.Name, cst.Tuple, cst.List)):

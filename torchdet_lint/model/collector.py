@@ -1235,11 +1235,16 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         """A `torch.distributions` object: built here, or bound to a name in this function."""
         if type(receiver) is cst.Call:
             return (self.context.call_name(receiver) or "").startswith("torch.distributions.")
-        if type(receiver) is not cst.Name or depth > 2:
+        if type(receiver) in (cst.ListComp, cst.GeneratorExp):
+            return self._distribution(receiver.elt, depth + 1)  # `[Categorical(logits=b(x)) for b in heads]`
+        if type(receiver) in (cst.List, cst.Tuple):
+            return any(self._distribution(element.value, depth + 1) for element in receiver.elements)
+        if type(receiver) is not cst.Name or depth > 3:
             return False
-        return any(
-            value is not None and self._distribution(value, depth + 1) for value in self.context.scopes.values(receiver.value)
-        )
+        scopes = self.context.scopes
+        return any(value is not None and self._distribution(value, depth + 1) for value in scopes.values(receiver.value)) or any(
+            self._distribution(iterable, depth + 1) for iterable in scopes.iterated(receiver.value)
+        )  # `for dist in probs: dist.sample()`
 
     def _training(
         self, node: cst.Call, qualified: Optional[str], attribute: Optional[str], function: FunctionSummary, site
