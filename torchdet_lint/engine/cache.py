@@ -27,8 +27,9 @@ from torchdet_lint.engine.file_pass import cyclic_gc_paused
 CACHE_DIR_NAME = ".torchdet_lint_cache"
 # Bump when the pickled result layout changes (2: the classes moved into core/ and engine/;
 # 3: FileSummary.aliases; 4: star imports; 5: the modules of `from m import` statements; 6: set_epoch
-# receivers with their origin; 7: FileResult.suppressed).
-_FORMAT = 7
+# receivers with their origin; 7: FileResult.suppressed; 8: the resume-data, rank-order and library
+# checkpoint facts, and draws through loop and comprehension names).
+_FORMAT = 8
 
 
 def _catalog_fingerprint() -> str:
