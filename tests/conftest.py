@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import pytest
+
+from torchdet_lint.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -94,6 +98,21 @@ def run_cli(
         process.communicate()
         raise
     return process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+
+
+def cli_in_process(*args: str, cwd: Path) -> Tuple[int, str, str]:
+    """The command line's `main` in this process, from `cwd`: (exit code, stdout, stderr). For
+    tests that run it many times on small projects; what only a real process shows (start-up,
+    signals, the console) stays with `run_cli`."""
+    out, err = io.StringIO(), io.StringIO()
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(previous)
+    return code, out.getvalue(), err.getvalue()
 
 
 def _kill_session(process: subprocess.Popen) -> None:

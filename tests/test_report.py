@@ -17,7 +17,7 @@ from typing import Dict, List, Set, Tuple
 
 import jsonschema
 import pytest
-from conftest import run_cli
+from conftest import cli_in_process, run_cli
 from markdown_it import MarkdownIt
 from test_partial_runs import SEED_CODES, TRAIN, UNSEEDED, _copy_project, _projects, helper_seeded_project
 
@@ -29,7 +29,7 @@ EXTEND = ["--extend-select", ",".join(sorted(REPORT_CODES))]  # check with the r
 
 
 def _report(*args: str, cwd: Path) -> Tuple[int, dict]:
-    code, out, err = run_cli("report", "--output-format", "json", *args, cwd=cwd)
+    code, out, err = cli_in_process("report", "--output-format", "json", *args, cwd=cwd)
     assert code in (0, 1), err
     data = json.loads(out)
     jsonschema.validate(data, SCHEMA)
@@ -37,7 +37,7 @@ def _report(*args: str, cwd: Path) -> Tuple[int, dict]:
 
 
 def _check(*args: str, cwd: Path) -> List[dict]:
-    code, out, err = run_cli("check", "--output-format", "json", *EXTEND, *args, cwd=cwd)
+    code, out, err = cli_in_process("check", "--output-format", "json", *EXTEND, *args, cwd=cwd)
     assert code in (0, 1), err
     return json.loads(out)
 
