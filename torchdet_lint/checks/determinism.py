@@ -140,7 +140,11 @@ class DeterministicModeNotEnabled(ProjectRule):
     inference or sampling script whose model class comes from a registry),
     the finding would rest on a guess: the default profile does not report
     it, profile `strict` does (the message names the sites the analysis
-    could not follow), and `report` shows the cell as `unknown`. In the
+    could not follow), and `report` shows the cell as `unknown`. A function
+    started in new processes (`mp.spawn`, a launcher) is not judged so: such
+    a worker is there to train, and what it runs is often a function handed
+    to it (`distributed_main(rank, main, cfg)`), which the analysis cannot
+    follow. In the
     same way, a run that never leaves the CPU (no CUDA work, and no move to a
     device that is not visibly the CPU: `.to(device)`, `device=...`,
     `device_map=`, DDP, Accelerate, a Lightning or Transformers trainer) is

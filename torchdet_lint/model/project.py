@@ -958,9 +958,11 @@ class Project:
 
     def training_assumed(self, entry: EntryPoint) -> bool:
         """Whether `trains` holds only because the run is incomplete: nothing it was seen to reach
-        trains, so whether it trains is unknown."""
+        trains, so whether it trains is unknown. Not said of a function started in new processes
+        (`mp.spawn`, a launcher): such a worker is there to train, and what it runs is often a
+        function handed to it (`distributed_main(i, main, cfg)`), which the analysis cannot follow."""
         reach = self.entry_reach(entry)
-        return not reach.trains and bool(reach.unresolved)
+        return entry.spawn is None and not reach.trains and bool(reach.unresolved)
 
     def unreached_supplier(self, entry: EntryPoint, kind: str) -> Optional[Located]:
         """Open world: for an incomplete entry point, a first-party seeding or determinism helper
