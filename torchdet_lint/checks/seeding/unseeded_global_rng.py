@@ -351,8 +351,11 @@ class UnseededTorch(_UnseededGlobalRng):
     Lightning's `seed_everything`, `transformers.set_seed`,
     `accelerate.utils.set_seed`, `mmengine`'s `set_random_seed`,
     `detectron2`'s `seed_all_rng`, MONAI's `set_determinism`, SpeechBrain's
-    `speechbrain.utils.seed_everything`, and config `seed-functions`
-    (`rules/seed_helpers.toml` cites the source of each).
+    `speechbrain.utils.seed_everything`, PyTorch's test runner
+    `torch.testing._internal.common_utils.run_tests()` (it calls
+    `set_rng_seed()`, which seeds torch, `random` and NumPy, before the tests
+    run), and config `seed-functions` (`rules/seed_helpers.toml` cites the
+    source of each).
     `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
     and CPU sampling use the CPU generator; the message says so.
 
