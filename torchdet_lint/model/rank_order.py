@@ -150,7 +150,10 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
     # -- where we are ------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = {_last(arg.value) for arg in node.bases if arg.keyword is None}
-        sampler = node.name.value if bases & SAMPLER_BASES or node.name.value.endswith("Sampler") else None
+        # A class named like a sampler is one when it yields an order as torch's samplers do
+        # (`__iter__`): a diffusion `ScheduleSampler` draws each rank's own timesteps, no order.
+        named = node.name.value.endswith("Sampler") and _defines(node, "__iter__")
+        sampler = node.name.value if bases & SAMPLER_BASES or named else None
         if sampler is not None and not self.classes:
             self.facts.sampler_classes.append(sampler)
         self.classes.append(sampler)
@@ -381,3 +384,8 @@ def _find_call(root: cst.CSTNode, test) -> Optional[cst.Call]:
 
 def _is_expression(statement: cst.SimpleStatementLine, node: cst.Call) -> bool:
     return type(statement.body[0]) is cst.Expr and statement.body[0].value is node
+
+
+def _defines(node: cst.ClassDef, method: str) -> bool:
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    return any(type(statement) is cst.FunctionDef and statement.name.value == method for statement in body)

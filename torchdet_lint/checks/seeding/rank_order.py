@@ -57,7 +57,9 @@ class RankDivergentOrder(ProjectRule):
       `np.random.RandomState` / `default_rng` (in the same file);
     - a shuffle in a first-party sampler or batch sampler (a class deriving
       from `Sampler`, `BatchSampler` or `DistributedSampler`, or named
-      `...Sampler`) that draws from the process-global `random`, NumPy or
+      `...Sampler` and defining `__iter__`, as torch's samplers yield their
+      order; a diffusion `ScheduleSampler`, whose `sample()` draws each
+      rank's own timesteps, orders no data) that draws from the process-global `random`, NumPy or
       torch generator (`random.shuffle`, `np.random.permutation`,
       `torch.randperm` without `generator=`, ...) while the ranks seed that
       generator differently (a seed that uses the rank: `seed + rank`, as
