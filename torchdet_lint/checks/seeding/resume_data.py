@@ -205,7 +205,7 @@ class ResumeReplaysData(ProjectRule):
         if not places:
             return
         analysis = _Analysis(project, data)
-        reported: Set[Tuple[str, int]] = set()
+        reported: Set[Node] = set()
         for entry in project.runs:
             nodes = project.reached_nodes(entry)
             reached = [place for place in places if place.node in nodes and project.is_reported(place.path)]
@@ -215,10 +215,12 @@ class ResumeReplaysData(ProjectRule):
             if found is None:
                 continue
             display, loop, save = found
-            for place in reached:
-                if (place.path, place.line) in reported:
+            for place in sorted(reached, key=lambda place: (place.path, place.line)):
+                # One resume per function: a generator's and a discriminator's optimizer loaded
+                # from the same checkpoint are one hazard, reported at the first load.
+                if place.node in reported:
                     continue
-                reported.add((place.path, place.line))
+                reported.add(place.node)
                 yield self._diagnostic(project, place, display, loop, save)
 
     def _diagnostic(self, project: Project, place: Resume, display: str, loop: BatchLoop, save: Place) -> Diagnostic:
