@@ -54,7 +54,8 @@ import json, resource, sys, time
 import libcst
 from pathlib import Path
 from torchdet_lint.engine.discovery import discover
-from torchdet_lint.engine.file_pass import _FILE_NOQA_RE, MAX_FILE_BYTES, _relevant_re
+from torchdet_lint.engine.file_pass import MAX_FILE_BYTES, _relevant_re
+from torchdet_lint.engine.suppressions import file_exempt
 from torchdet_lint.core.source import decode_source, read_bytes
 root = Path(sys.argv[1])
 files, _ = discover([str(root)], root, cwd=root)
@@ -68,7 +69,7 @@ for file in files:
     except Exception:
         failed += 1
         continue
-    if _FILE_NOQA_RE.search(text) or not _relevant_re().search(text) or len(text) > MAX_FILE_BYTES:
+    if file_exempt(text) or not _relevant_re().search(text) or len(text) > MAX_FILE_BYTES:
         skipped += 1
         continue
     try:
