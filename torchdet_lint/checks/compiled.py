@@ -379,8 +379,8 @@ class CompileAutotuning(Rule):
             return
         before_torch = not any(m == "torch" or m.startswith("torch.") for m in self.context.resolver.imported_modules)
         if setting.role == DETERMINISTIC:
-            # Read when torch._inductor.config is first imported (RULES.md: set before torch is
-            # imported), together with every variable set before that.
+            # Read when torch._inductor.config is first imported, so it counts only when set before
+            # torch is imported, together with every variable set before that.
             self.deterministic_variable = True
             if before_torch:
                 self._deterministic_mode_set()

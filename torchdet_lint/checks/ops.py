@@ -55,8 +55,7 @@ def _may_be_true(node: Optional[cst.BaseExpression], accepted: Sequence[Any] = (
 
 
 def enables_deterministic_mode(context, call: cst.Call) -> bool:
-    """Whether a call turns `torch.use_deterministic_algorithms` on (RULES.md
-    "Enabling the flag"): a literal True or a non-literal mode, `warn_only`
+    """Whether a call turns `torch.use_deterministic_algorithms` on: a literal True or a non-literal mode, `warn_only`
     included; `set_deterministic_debug_mode("warn"|"error"|1|2)`;
     `Trainer(deterministic=True)`; `transformers.set_seed(..., deterministic=True)`;
     `enable_full_determinism`; `accelerate.utils.set_seed(..., deterministic=True)`."""
@@ -105,7 +104,7 @@ class _AutogradAware(Rule):
             return None
         scopes = self.context.scopes
         if backward_only_module(self.context, node):
-            # RULES.md, "Catalog and evidence": a module's backward runs where it is called, so a
+            # A module's backward runs where it is called, so a
             # module bound to a name that this file only calls where no gradient flows is silent.
             identity = scopes.bound_calls.get(id(node))
             if identity is None:
@@ -429,7 +428,7 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     worst case at that version; convolutions with
     `padding_mode="reflect"` pad the same way.
 
-    Autograd phase (RULES.md, "Decisions from real repositories"): a
+    Autograd phase: a
     backward-only kernel is not reported where no gradient can flow: inside
     `torch.no_grad()`, `inference_mode()`, `set_grad_enabled(False)`, in a
     function decorated with them or only ever called from such code, and
@@ -523,7 +522,7 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     nothing it cannot follow) computes on the CPU, PyTorch's default device:
     a CUDA-only finding reached only by such runs is not reported.
 
-    CPU tensors (RULES.md, "Catalog and evidence"): what
+    CPU tensors: what
     `torch.load(..., map_location="cpu")` reads (also with
     `torch.device("cpu")`, `lambda storage, loc: storage` or a dict mapping
     every device to `"cpu"`; `torch.hub.load_state_dict_from_url` alike;

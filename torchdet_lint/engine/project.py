@@ -156,7 +156,7 @@ def project_phase(
             for diagnostic in _file_findings(result) if unseeded else ():
                 _untie_from_unseeded_torch(project, diagnostic, unseeded)
     if has_handed_rngs:
-        # TDL005 (RULES.md, "More decisions from the second sample"): handed to a first-party
+        # TDL005: handed to a first-party
         # constructor that seeds it itself, the object is seeded.
         _keep(
             results,
@@ -217,7 +217,7 @@ def _unused_noqa(
 
 
 def _late_build(project: Project, diagnostic: Diagnostic) -> Optional[Diagnostic]:
-    """TDL004 (RULES.md, "Catalog and evidence"): a seed after building a first-party module that
+    """TDL004: a seed after building a first-party module that
     draws from torch, named in the message; dropped when none of the calls before it does."""
     candidates = diagnostic.extra.get(KEPT_IF_FIRST_PARTY_DRAWS)
     if not candidates:
@@ -254,7 +254,7 @@ def _untie_from_unseeded_torch(project: Project, diagnostic: Diagnostic, unseede
 
 
 def _epoch_set_elsewhere(project: Project, diagnostic: Diagnostic) -> bool:
-    """TDL105 (RULES.md, "Catalog and evidence"): the epoch loop often lives in another module
+    """TDL105: the epoch loop often lives in another module
     than the sampler's builder. A `.set_epoch(` of another file tells a sampler its epoch when
     its receiver can be that sampler: a name the sampler leaves its function under (returned,
     passed, stored in an attribute), a name bound to a call of a function that returns it alone,

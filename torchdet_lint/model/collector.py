@@ -814,7 +814,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for arg in node.args:
             value = arg.value
             if value is started:
-                continue  # runs in another process: a spawned entry point, not a call (RULES.md)
+                continue  # runs in another process, with fresh RNG states: a spawned entry point, not a call
             if type(value) is cst.Name or type(value) is cst.Attribute:
                 reference = self._target(value)
                 if reference and binds_arguments:
@@ -1446,7 +1446,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def _inductor_variable(self, variable: Any, value: Optional[cst.BaseExpression], kind: str) -> None:
         """TORCHINDUCTOR_DETERMINISTIC=1 set before torch is imported turns Inductor's deterministic
-        mode on (RULES.md, "Compiled code"): the variable is read when Inductor's config is imported."""
+        mode on: the variable is read when Inductor's config is imported."""
         setting = inductor_facts().deterministic
         if variable != setting.env or value is None or literal(value) != "1":
             return
@@ -1502,7 +1502,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         """A device that is CUDA: a string naming it (also in `"cuda" if ... else "cpu"`), a
         `torch.device(...)` of one, or a name, `self.<attr>` or attribute chain bound to one in
         this function (or, for a name, at module level). A `torch.device` object alone runs
-        nothing (RULES.md, "Catalog and evidence"): what uses it is the work."""
+        nothing: what uses it is the work."""
         if mentions_cuda(node):
             return True
         if depth > 3:

@@ -492,8 +492,8 @@ def _has_generator(call: cst.Call, name: str, context: Any = None) -> bool:
 
 @lru_cache(maxsize=1)
 def dataloader_classes() -> Dict[str, bool]:
-    """DataLoader and the third-party subclasses the catalog lists (PyG, DGL; RULES.md
-    "Third-party libraries"): qualified name -> whether DataLoader's positional
+    """DataLoader and the third-party subclasses the catalog lists (PyG, DGL):
+    qualified name -> whether DataLoader's positional
     parameters are theirs too (otherwise only keyword arguments are read)."""
     from torchdet_lint.core.catalog import load_catalog  # the catalog is data of the same layer
 
@@ -672,7 +672,7 @@ CUDA_NOT_WORK = frozenset(
         "utilization",
         "get_rng_state",
         "get_rng_state_all",
-        # Housekeeping that runs no kernel (RULES.md "Decisions from real repositories").
+        # Housekeeping that runs no kernel, so no nondeterministic one.
         "synchronize",
         "empty_cache",
         "reset_peak_memory_stats",
@@ -684,7 +684,7 @@ CUDA_NOT_WORK = frozenset(
         "ipc_collect",
         # Version queries (`torch.cuda.nccl.version()`).
         "version",
-        # Housekeeping (RULES.md, "Catalog and evidence"): choosing a device, streams and events,
+        # Housekeeping: choosing a device, streams and events,
         # and `torch.cuda.device(...)` objects, which run no kernel of the program's.
         "set_device",
         "current_stream",

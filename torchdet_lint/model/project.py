@@ -118,7 +118,7 @@ class EntryPoint:
     path: str
     reason: str  # "main block", "__main__.py", "notebook", "configured", "script", "spawned"
     summary: FileSummary
-    # A spawned entry point (RULES.md, "Process boundaries"): the call that starts the process
+    # A spawned entry point (its process starts with fresh RNG states): the call that starts the process
     # (in `path`), the entry point that runs that call, and the functions started.
     spawn: Optional[Spawn] = None
     parent: Optional["EntryPoint"] = None
@@ -748,7 +748,7 @@ class Project:
         if function is not None:
             for call in function.calls:
                 targets.extend(self.resolve(display, call))
-            # RULES.md "Reach": a first-party function passed by name to a call (`launch(main, ...)`,
+            # A first-party function passed by name to a call (`launch(main, ...)`,
             # `Thread(target=worker)`) runs; a class passed by name is not instantiated by that.
             for reference in function.references:
                 callee = function.reference_callees.get(reference)
@@ -1076,8 +1076,8 @@ class Project:
         return node not in self._condition_nodes[(False, False)] or node in self._condition_nodes[key]
 
     def deterministic_mode_enabled(self) -> bool:
-        """RULES.md: one entry point that enables the flag silences TDL201 project-wide
-        (library code included); with no entry point, nothing enables it."""
+        """One entry point that enables the flag silences TDL201 project-wide (library code
+        included: it runs under that flag); with no entry point, nothing enables it."""
         return any("deterministic" in self.entry_reach(entry).covers for entry in self.runs)
 
     def covered_where_reached(self, display: str, line: int, kinds: Iterable[str]) -> bool:
@@ -1121,7 +1121,7 @@ class Project:
             for name, function in summary.functions.items():
                 if "." in name or name.startswith(("_", "<")) or (display, name) in configured:
                     continue
-                # RULES.md, "More decisions from the second sample": a helper is named for seeding and
+                # A seeding helper a fix may call is named for seeding and
                 # lives outside the tests (a `main()` that seeds before spawning is not one).
                 # Its body does nothing but seed, set flags, log and handle its arguments, and it lives
                 # outside every entry-point script.

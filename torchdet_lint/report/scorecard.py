@@ -1,7 +1,7 @@
 """The scorecard of each entry point: will this training run reproduce? One
 status per check (`ok`, `missing`, `not-needed`) with its evidence, read off
 the same run as `check` (its project model and its diagnostics), so the two
-agree by construction (INTERFACE.md, "Reproducibility report").
+agree by construction.
 """
 
 from __future__ import annotations

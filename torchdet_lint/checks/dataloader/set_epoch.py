@@ -24,8 +24,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     Any `.set_epoch(` in the file on the sampler's name, or on an attribute
     chain ending in `.sampler` (`loader.sampler.set_epoch(epoch)`), counts.
-    The epoch loop often lives in another module than the loader's builder
-    (RULES.md, "Catalog and evidence"): a `.set_epoch(` in another file of
+    The epoch loop often lives in another module than the loader's builder:
+    a `.set_epoch(` in another file of
     the project counts for the samplers its receiver can be. That is a name
     the sampler leaves its function under (the name it is returned as, the
     name or keyword it is passed under, the attribute it is stored in:

@@ -1438,7 +1438,7 @@ class UnorderedSetIteration(Rule):
     comprehension, a list a loop appended to) is followed through names in the same function: sorted
     (`names.sort()`, `names = sorted(names)`, `np.unique(...)`) before any
     order-dependent use, or only ever used in order-free ways, it is not
-    reported (RULES.md, "Hidden order").
+    reported.
 
     ## Fix safety
     Wraps the set expression in `sorted(...)`, in place (`tuple(set(x))`

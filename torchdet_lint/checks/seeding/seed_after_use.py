@@ -167,7 +167,7 @@ class SeedAfterRngUse(Rule):
                 )
             elif "torch" in covers and drawn.get(_FIRST_PARTY):
                 # Another module's class or factory: whether it builds a module that draws is the
-                # project's to say (RULES.md, "Catalog and evidence").
+                # project's to say (the rule's "Known problems").
                 built = [
                     (target, dotted_name(call.func) or target, self.context.node_range(call)[0])
                     for call, target in drawn[_FIRST_PARTY]

@@ -98,7 +98,7 @@ class UnstableSeedValue(Rule):
     question (is `g` seeded?), not this rule's.
 
     `hash(...)` counts only when the hashed value can hold a `str` or `bytes`
-    (RULES.md, "More decisions from the second sample"): `hash((epoch, step))`
+    (only those are salted per process): `hash((epoch, step))`
     over loop counters (`range`, enumerate's index), ints, arithmetic on them,
     `len(...)`/`int(...)` results, `.item()`/`.numel()` results, or
     parameters annotated `int`/`float` (also `Optional[int]`, `Union[int,
