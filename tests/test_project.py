@@ -14,7 +14,7 @@ from typing import Dict, List
 from torchdet_lint.engine.config import Settings
 from torchdet_lint.engine.discovery import discover
 from torchdet_lint.engine.file_pass import check_text
-from torchdet_lint.engine.project import build_project
+from torchdet_lint.engine.project_phase import build_project
 from torchdet_lint.engine.runner import first_party_names, make_options, run
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.scan import empty_summary, function_spans

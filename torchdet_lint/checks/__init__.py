@@ -11,18 +11,18 @@ import contextlib
 from typing import Dict, Iterator, List, Optional, Type
 
 from torchdet_lint.checks import (
-    compiled,
+    compile_autotuning,
     dataloader,
-    determinism,
-    noqa,
+    deterministic_mode_not_enabled,
     ops,
     performance,
     seeding,
     switches,
+    unused_noqa,
 )
 from torchdet_lint.core.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
 
-FAMILIES = (switches, compiled, ops, seeding, dataloader, performance, determinism, noqa)
+FAMILIES = (switches, compile_autotuning, ops, seeding, dataloader, performance, deterministic_mode_not_enabled, unused_noqa)
 
 
 def _family_rules(family) -> List[Type[BaseRule]]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.checks.seeding.rank_order import distributed_setup, draws_reached
-from torchdet_lint.checks.seeding.resume_data import resumes
+from torchdet_lint.checks.seeding.rank_divergent_order import distributed_setup, draws_reached
+from torchdet_lint.checks.seeding.resume_replays_data import resumes
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.checkpoints import load_node, optimizer_loads

@@ -6,7 +6,7 @@ from typing import Set
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import TIED, generator_fix
+from torchdet_lint.checks.dataloader.generator_fix import TIED, generator_fix
 from torchdet_lint.core.diagnostics import KEPT_IF_REEXPORTED
 from torchdet_lint.core.names import arg_value, opaque_keywords
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
+from torchdet_lint.checks.dataloader.generator_fix import runs_in_loader_worker, seeded_in_worker
 from torchdet_lint.core.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
