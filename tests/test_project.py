@@ -527,3 +527,38 @@ def test_lambdas_stored_for_later_are_not_reached_and_sort_keys_are() -> None:
     assert lint_sources({"run.py": stored}, select=["TDL002"]) == []
     sorting = "import random\n\nif __name__ == '__main__':\n    print(sorted([1, 2], key=lambda item: random.random()))\n"
     assert [d.code for d in lint_sources({"run.py": sorting}, select=["TDL002"])] == ["TDL002"]
+
+
+def test_a_file_rule_settles_its_findings_over_the_project_in_its_refine_hook() -> None:
+    """The engine knows no rule's data: a made-up file rule keeps a `hello()` finding only where
+    another file of the project defines `hello`, and a `noqa` whose finding `refine` drops is
+    unused (TDL900 judges the final findings)."""
+    import libcst as cst
+
+    from torchdet_lint.checks import extra_rules
+    from torchdet_lint.core.rule import Rule
+
+    class HelloUnlessDefined(Rule):
+        code, name, summary = "TDL995", "hello-unless-defined", "`hello()` is not defined in the project"
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "hello":
+                self.report(node, extra={"hello": True})
+
+        @classmethod
+        def needs_project(cls, diagnostic) -> bool:
+            return bool(diagnostic.extra.get("hello"))
+
+        @classmethod
+        def refine(cls, diagnostics, project):
+            defined = any("def hello" in source.text for source in project.sources.values())
+            return [] if defined else diagnostics
+
+    with extra_rules(HelloUnlessDefined):
+        alone = lint_sources({"a.py": "import torch\nhello()\n"}, select=["TDL995"])
+        settled = lint_sources(
+            {"a.py": "import torch\nhello()\nhello()  # noqa: TDL995\n", "b.py": "def hello():\n    pass\n"},
+            select=["TDL995", "TDL900"],
+        )
+    assert _codes(alone) == ["a.py:2:1 TDL995"]
+    assert [(d.path, d.line, d.code) for d in settled] == [("a.py", 3, "TDL900")]

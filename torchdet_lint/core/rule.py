@@ -12,7 +12,7 @@ import enum
 import functools
 import inspect
 import re
-from typing import Any, ClassVar, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 import libcst as cst
 
@@ -93,6 +93,12 @@ class BaseRule:
         return ""
 
     @classmethod
+    def relabel_lines(cls, diagnostic: Diagnostic, line_label: Callable[[int], str]) -> None:
+        """Called when a notebook's finding is placed in its cells: the lines of the joined
+        code that the rule keeps in `diagnostic.extra` for a later message, renamed with
+        `line_label` (`cell 5, line 5`). Most rules keep none."""
+
+    @classmethod
     def doc_section(cls, title: str) -> str:
         doc = cls.documentation()
         match = re.search(rf"^## {re.escape(title)}\s*$(.*?)(?=^## |\Z)", doc, re.M | re.S)
@@ -133,8 +139,28 @@ class Rule(BaseRule, cst.BatchableCSTVisitor):
         fix: Optional[FixBuilder] = None,
         extra: Optional[Dict[str, Any]] = None,
     ) -> None:
-        """Report `node`; `extra` is data for the project phase (see `SILENCED_BY_FLAG`)."""
+        """Report `node`; `extra` is the rule's own data for its `refine` (and the cache keeps it)."""
         self.context.report(self.code, self.name, node, message or self.summary, fix, extra)
+
+    # -- the project phase ----------------------------------------------------------------
+    # A file rule sees one file. Where the rest of the project can settle a finding (an entry
+    # point elsewhere enables the flag, another module calls `set_epoch`), the rule leaves what
+    # it needs in the finding's `extra` and decides in `refine`, once the project model exists.
+
+    @classmethod
+    def needs_project(cls, diagnostic: Diagnostic) -> bool:
+        """Whether `refine` has something to decide about this finding. The project model is
+        built for a run with no project rule selected only when a finding needs it."""
+        return False
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project: Any) -> List[Diagnostic]:
+        """The findings that stand, given the project (a `torchdet_lint.model.project.Project`):
+        `diagnostics` are the rule's findings in the linted files, those a `noqa` silenced
+        included (TDL900 judges a directive on what the file would report without it). A
+        rule may also reword a finding or change its fix here. Rules that share one `refine`
+        (a family's base class) are called once with the findings of all of them."""
+        return diagnostics
 
 
 def last_names(qualified_names: Iterable[str]) -> Tuple[str, ...]:

@@ -473,7 +473,7 @@ def reexported_torch(context: Any, qualified: Optional[str], candidates) -> Opti
     """The torch name among `candidates` that a first-party name may stand for: one with the same
     last name (`pkg.sampler.SubsetRandomSampler` for `torch.utils.data.SubsetRandomSampler`), as
     a module of the project that imports it re-exports it. Only the project phase can tell
-    (`Project.external_name`): a finding that relies on it carries `KEPT_IF_REEXPORTED`."""
+    (`Project.external_name`): a finding that relies on it leaves the pair for its rule's `refine` to decide."""
     if not qualified or qualified.split(".", 1)[0] not in context.first_party:
         return None
     if qualified in candidates or is_dataloader(qualified):

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, 
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import canonical
 from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.named import CONFIG, DYNAMIC, IMPORT, MAX_DYNAMIC_CANDIDATES, METHOD, MODULE, NAMED, yaml_targets
@@ -1056,6 +1057,14 @@ class Project:
         if self._optional_seeds is None:
             self._optional_seeds = {seed for summary in self.summaries.values() for seed in summary.optional_seeds}
         return name in self._optional_seeds
+
+    def analysed_line(self, diagnostic: Diagnostic) -> int:
+        """A file finding's line in the analysed text (a notebook's joined cells), as the
+        summaries' spans count; a notebook's finding is placed in its cell already."""
+        source = self.sources.get(diagnostic.path)
+        if diagnostic.cell is not None and source is not None:
+            return LineIndex(source.text).position(diagnostic.start_offset)[0]
+        return diagnostic.line
 
     def condition_can_hold(self, display: str, line: int, backward: bool, cuda: bool) -> bool:
         """Whether an operation's condition at `display:line` can hold in some run: one that reaches
