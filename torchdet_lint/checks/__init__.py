@@ -8,7 +8,7 @@ listed here. A duplicate code fails at import.
 from __future__ import annotations
 
 import contextlib
-from typing import Dict, Iterator, List, Optional, Type
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type
 
 from torchdet_lint.checks import (
     compile_autotuning,
@@ -63,6 +63,26 @@ def file_rule_classes(selected: frozenset) -> List[Type[Rule]]:
 
 def project_rule_classes(selected: frozenset) -> List[Type[ProjectRule]]:
     return [rule for code, rule in _RULES.items() if code in selected and issubclass(rule, ProjectRule)]
+
+
+def fact_collectors() -> List[Any]:
+    """The fact collectors the registered rules declare, each once, in the order of the codes."""
+    found: List[Any] = []
+    for rule in _RULES.values():
+        found.extend(collector for collector in rule.collectors if collector not in found)
+    return found
+
+
+def prefilter() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The words and the patterns the registered rules and their collectors declare."""
+    words: List[str] = []
+    patterns: List[str] = []
+    for rule in _RULES.values():
+        for word in [*rule.prefilter_words(), *(w for c in rule.collectors for w in getattr(c, "prefilter_words", ()))]:
+            if word not in words:
+                words.append(word)
+        patterns.extend(pattern for pattern in rule.prefilter_patterns if pattern not in patterns)
+    return tuple(words), tuple(patterns)
 
 
 @contextlib.contextmanager

@@ -55,6 +55,22 @@ class BaseRule:
     good: ClassVar[Tuple[str, ...]] = ()
     # Config overrides the examples need (e.g. {"torch-version": "2.0"}).
     example_config: ClassVar[Dict[str, Any]] = {}
+    # The fact collectors (classes of the model layer) whose facts the rule reads from the file
+    # summaries, as LibCST's metadata providers are declared. Each has `for_file(context,
+    # collector)` (None when the text cannot hold its facts) and `finish()`, which stores its
+    # facts in the summary; it may declare `prefilter_words`. The file pass runs the collectors
+    # of every registered rule (summaries are cached and shared by runs of any selection).
+    collectors: ClassVar[Tuple[Any, ...]] = ()
+    # Regular expressions that let a file into the parse, as `prefilter_words` below.
+    prefilter_patterns: ClassVar[Tuple[str, ...]] = ()
+
+    @classmethod
+    def prefilter_words(cls) -> Tuple[str, ...]:
+        """Words that let a file into the parse: a file that holds none of the words (and
+        matches none of the patterns) that the registered rules and their collectors declare,
+        nor the summary collector's own, is never parsed. Only a rule whose findings need
+        more than those declares any."""
+        return ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -128,6 +128,40 @@ from torchdet_lint.model.summary import (
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
 
+# A file that mentions none of these (nor what the rules declare, `BaseRule.prefilter_words`)
+# holds no summary fact and no finding of any file rule, so it is never parsed (the byte scan
+# is far cheaper than a LibCST parse).
+SUMMARY_WORDS = (
+    "torch",
+    "random",
+    "numpy",
+    "DataLoader",
+    "lightning",
+    "transformers",
+    "accelerate",
+    "PYTHONHASHSEED",
+    "mmengine",
+    "CUBLAS",
+    "seed",
+    "Dataset",
+    "load_state_dict",
+    # Process starts (RULES.md, "Process boundaries"): a launcher that only imports
+    # `multiprocessing` starts a spawned entry point, reported at its `Process(...)`.
+    "multiprocessing",
+    "ProcessPool",
+    # A launcher that hands the training to a job (submitit) holds that job's fixes.
+    "submitit",
+    # Objects built from names (hydra, hyperpyyaml, dnnlib, importlib, jsonargparse): a launcher
+    # that only instantiates a configured trainer mentions no torch word, and its reach is
+    # what the run does.
+    "instantiate",
+    "hyperpyyaml",
+    "_by_name",
+    "import_module",
+    "_target_",
+    "class_path",
+    "locate",
+)
 _ENVIRON_CALLS = frozenset({"os.environ.setdefault", "os.environ.update"})
 
 

@@ -6,7 +6,7 @@ traversal; `scan.py` fills it for a file the pre-filter skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.model.checkpoints import ResumeFacts
@@ -310,6 +310,9 @@ class FileSummary:
     # Loops over loaders, skips and restored positions (TDL010); orders the ranks share (TDL011).
     resume_data: Optional["ResumeDataFacts"] = None
     rank_order: Optional["RankOrderFacts"] = None
+    # The facts of other collectors the rules declare (`BaseRule.collectors`), by collector name:
+    # a new collector keeps its facts here, so adding one needs no field above.
+    facts: Dict[str, Any] = field(default_factory=dict)
 
     def function(self, key: str) -> FunctionSummary:
         summary = self.functions.get(key)

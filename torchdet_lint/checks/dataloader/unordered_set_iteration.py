@@ -172,6 +172,10 @@ class UnorderedSetIteration(Rule):
     """
 
     code = "TDL107"
+    # A data helper that builds a label map from `set(labels)` often mentions no word of the
+    # summary's: `set(`/`set[`/`Set[`, a set comprehension (over several lines too), or a set
+    # display of string literals lets its file into the parse.
+    prefilter_patterns = (r"\bset[(\[]", r"\bSet\[", r"\{[^{}:]*\bfor\b[^{}:]*\}", r"\{\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,")
     name = "unordered-set-iteration"
     summary = "a set of strings is put in an order that follows string hashes, which change with every run"
     # A set visibly built in the file spells `set` (`set(...)`, `frozenset(...)`, `set[str]`),

@@ -17,6 +17,7 @@ from torchdet_lint.model.checkpoints import (
     VALUE,
     CheckpointSite,
     OptimizerLoad,
+    ResumeCollector,
     ResumeFacts,
     load_node,
     optimizer_loads,
@@ -242,6 +243,7 @@ class CheckpointWithoutRngState(ProjectRule):
     """
 
     code = "TDL008"
+    collectors = (ResumeCollector,)
     name = "checkpoint-without-rng-state"
     summary = "a resumable run saves a checkpoint with the optimizer state but without the states of the RNGs it draws from"
     fix_availability = FixAvailability.UNSAFE
