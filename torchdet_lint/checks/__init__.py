@@ -2,12 +2,15 @@
 
 Each family is a module (or a package, one module per rule) of `Rule` /
 `ProjectRule` classes; a rule is registered by being defined in a family
-listed here. A duplicate code fails at import.
+listed here, or in any module of a family package (a new rule's module needs
+no import added anywhere). A duplicate code fails at import.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import pkgutil
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type
 
 from torchdet_lint.checks import (
@@ -26,12 +29,17 @@ FAMILIES = (switches, compile_autotuning, ops, seeding, dataloader, performance,
 
 
 def _family_rules(family) -> List[Type[BaseRule]]:
-    """The rules a family defines (its own classes, not ones it imports from another family)."""
+    """The rules a family defines (its own classes, not ones it imports from another family),
+    in the family module or in any module of the family package."""
+    modules = [family]
+    if hasattr(family, "__path__"):
+        modules += [importlib.import_module(f"{family.__name__}.{info.name}") for info in pkgutil.iter_modules(family.__path__)]
     found = []
-    for value in vars(family).values():
-        if isinstance(value, type) and issubclass(value, BaseRule) and value.is_rule():
-            if value.__module__.startswith(family.__name__):
-                found.append(value)
+    for module in modules:
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseRule) and value.is_rule():
+                if value.__module__.startswith(family.__name__) and value not in found:
+                    found.append(value)
     return found
 
 
