@@ -357,8 +357,8 @@ class _CallCollector(cst.BatchableCSTVisitor):
 
 
 class ResumeCollector(cst.BatchableCSTVisitor):
-    """Runs right after the `SummaryCollector` in the shared walk (`collector`: it reads the
-    collector's current function key and call targets, and stores the facts in its summary)."""
+    """Walks with the `SummaryCollector` (`collector`: it asks it the function keys and call
+    targets, in any order of the walk, and stores the facts in its summary)."""
 
     def __init__(self, context: "FileContext", collector: Any) -> None:
         super().__init__()
@@ -392,7 +392,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         self._classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        key = self.collector.key  # the summary collector visited this def first
+        key = self.collector.def_key(node)
         own = key != self.frames[-1].key  # not a method of a class defined in a function body
         self.frames.append(_Frame(key, node if own else None, self._classes[-1]))
         self._classes.append(False)
@@ -538,8 +538,9 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         if qualified is None and attribute is not None and self._library_checkpoint(node, attribute):
             return
         key = self.collector.key
-        if self._main_only() is not None and _first_party(self.context, self.collector.call_target):
-            _add(self.facts.guarded_calls, key, self.collector.call_target)
+        target = self.collector.call_target(node)
+        if self._main_only() is not None and _first_party(self.context, target):
+            _add(self.facts.guarded_calls, key, target)
         if qualified is not None:
             captured = CAPTURES.get(qualified)
             if captured is not None:
@@ -557,7 +558,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         if self.frames[-1].loops and node.args:
             self._loop_seed(node, qualified, attribute)
         if node.args and qualified not in CAPTURES:
-            target = self.collector.call_target  # the summary collector visited this call first
+            target = self.collector.call_target(node)
             if _first_party(self.context, target):
                 self._handed(node, target)
 
@@ -610,7 +611,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             if receiver is not None:
                 _add(self.facts.loop_seeds, key, GENERATOR + receiver)
         else:
-            target = self.collector._target(node.func, qualified)
+            target = self.collector.target_of(node.func, qualified)
             if target:
                 _add(self.facts.loop_seeds, key, CALL + target)
 
@@ -620,7 +621,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         for library in accelerators():
             if attribute not in (library.save_state, library.load_state):
                 continue
-            if self.collector._accelerator_on_cpu(node.func.value, library) is None:
+            if self.collector.accelerator_on_cpu(node.func.value, library) is None:
                 continue
             spelled = dotted_name(node.func) or attribute
             if attribute == library.load_state:
@@ -783,7 +784,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         for call in calls.calls:
             if self.context.call_name(call) in CAPTURES:
                 continue
-            target = self.collector._target(call.func)
+            target = self.collector.target_of(call.func)
             if target:
                 names = [d for d in (dotted_name(arg.value) for arg in call.args if not arg.star) if d]
                 site.helper_calls.append((target, names))

@@ -202,7 +202,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         )
         self.calls_seen = 0
         self.assigns_seen = 0
-        self.call_target: Optional[str] = None  # the target of the call visited last
+        # Per node, memoised: what `call_target` and `def_key` answer, whichever collector of the
+        # shared walk asks first (the summary collector itself, or a fact collector).
+        self._call_targets: Dict[int, Optional[str]] = {}
+        self._def_keys: Dict[int, str] = {}
         self._imports_taken = 0
         self.pending: List[Tuple[Any, str, int]] = []  # (object with a `line`, "call" | "assign", index)
         # The function key stack: (key, class name, calls seen, local variable types).
@@ -410,11 +413,46 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.class_stack.pop()
 
+    # -- what the fact collectors of the walk ask (`BaseRule.collectors`) --------------------------
+    def call_target(self, node: cst.Call) -> Optional[str]:
+        """The target a call records (`FunctionSummary.calls`): a qualified name, or ".name" for
+        this file's own code; None for a builtin or what cannot be named. Asked before or after
+        this collector visits the call, the answer is the same (read off the enclosing state)."""
+        key = id(node)
+        if key not in self._call_targets:
+            self._call_targets[key] = self._target(node.func, self.context.call_name(node))
+        return self._call_targets[key]
+
+    def def_key(self, node: cst.FunctionDef) -> str:
+        """The key of the function a `def` makes (a method of a class defined in a function
+        or the main block is part of that code: its key is the enclosing one). The same answer
+        before or after this collector visits the `def`."""
+        key = id(node)
+        if key not in self._def_keys:
+            name = node.name.value
+            if len(self.keys) == 1 and not self.in_main:
+                class_name = self.class_stack[-1] if self.class_stack else None  # every class here is named
+                self._def_keys[key] = f"{class_name}.{name}" if class_name else name
+            elif self.class_stack and self.class_stack[-1] is None:
+                self._def_keys[key] = self.key
+            else:
+                self._def_keys[key] = f"{self.key}.<locals>.{name}"
+        return self._def_keys[key]
+
+    def target_of(self, node: cst.CSTNode, qualified: Any = NOT_LITERAL) -> Optional[str]:
+        """A call target or reference (`call_target`'s answer for any name or attribute)."""
+        return self._target(node, qualified)
+
+    def accelerator_on_cpu(self, receiver: cst.BaseExpression, library: Any) -> Optional[bool]:
+        """`_accelerator_on_cpu`, for the fact collectors."""
+        return self._accelerator_on_cpu(receiver, library)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         name = node.name.value
+        def_key = self.def_key(node)
         if len(self.keys) == 1 and not self.in_main:
             class_name = self.class_stack[-1] if self.class_stack else None  # every class here is named
-            key = f"{class_name}.{name}" if class_name else name
+            key = def_key
             if class_name:
                 self.summary.classes[class_name].methods.append(name)
                 if name == "__init__":
@@ -440,7 +478,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             # A nested function runs when it is called (a decorator's wrapper may never be):
             # a key of its own, reached through calls of its name in the enclosing code.
             outer = self.key
-            key = f"{outer}.<locals>.{name}"
+            key = def_key
             self.nested.setdefault(outer, {})[name] = key
             self.summary.function(key)
             self.keys.append((key, self.keys[-1][1], set(), {**self.keys[-1][3], **self._annotated_parameters(node)}))
@@ -785,7 +823,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         function = self.function
         seen = self.keys[-1][2]
         qualified = self.context.call_name(node)
-        target = self.call_target = self._target(func, qualified)  # the ResumeCollector reads it next
+        target = self.call_target(node)
         if target:
             function.add_call(target, seen)
             if node.args and self._first_party(target):
@@ -1144,7 +1182,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         elif (
             attribute in BUILD_METHODS
             and qualified is None
-            and self.call_target is None
+            and self.call_target(node) is None
             and not self._receiver_makers(node.func.value)
         ):
             # `cfg.build()` on a value of unknown class (the project phase keeps it unresolved only
