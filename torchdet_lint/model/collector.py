@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -176,6 +176,21 @@ def is_main_guard(node: cst.If) -> bool:
     return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
         literal(s) == "__main__" for s in sides if isinstance(s, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+class _CallFacts(NamedTuple):
+    """One call as every part of `SummaryCollector.visit_Call` reads it."""
+
+    node: cst.Call
+    func: cst.BaseExpression
+    qualified: Optional[str]
+    attribute: Optional[str]  # `x.attribute(...)`: exact type tests, this is a hot path
+    function: FunctionSummary
+    seen: Set[str]
+    index: int  # the call's number in the file, for `site`
+    target: Optional[str]
+    loader: Optional[str]  # the name read as a DataLoader's (a DataLoader subclass of this file too)
+    site: Callable[[str], Site]
 
 
 class SummaryCollector(cst.BatchableCSTVisitor):
@@ -819,25 +834,52 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     # -- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        """What a call tells, one part per kind of fact (in this order), over one reading of the
+        call (`_CallFacts`)."""
+        call = self._call_facts(node)
+        self._call_graph(call)
+        self._training(node, call.qualified, call.attribute, call.function, call.site)
+        self._named_objects(node, call.qualified, call.attribute, call.function, call.seen, call.site)
+        self._draws(call)
+        self._seeding(call)
+        self._cuda_work(call)
+        self._cudnn_choices(call)
+        self._operations(call)
+        self._data_loading(call)
+
+    def _call_facts(self, node: cst.Call) -> "_CallFacts":
         func = node.func
-        function = self.function
-        seen = self.keys[-1][2]
         qualified = self.context.call_name(node)
-        target = self.call_target(node)
-        if target:
-            function.add_call(target, seen)
-            if node.args and self._first_party(target):
-                self._call_flags(node, target, function)
-            if self._first_party(target):
-                self.construction_depths[id(node)] = self._branch_depth()
         index = self.calls_seen
         self.calls_seen += 1
 
         def site(text: str) -> Site:
             return self._located(Site(0, text), "call", index)
 
-        # Exact type tests in this hot path (LibCST's classes are ABCs: a failing isinstance() is slow).
-        attribute = func.attr.value if type(func) is cst.Attribute else None
+        return _CallFacts(
+            node,
+            func,
+            qualified,
+            func.attr.value if type(func) is cst.Attribute else None,
+            self.function,
+            self.keys[-1][2],
+            index,
+            self.call_target(node),
+            # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
+            qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node),
+            site,
+        )
+
+    def _call_graph(self, call: "_CallFacts") -> None:
+        """Calls, references and process starts: the edges of the call graph, with the registries,
+        `set_epoch` receivers and options the project phase follows."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
+        if target:
+            function.add_call(target, seen)
+            if node.args and self._first_party(target):
+                self._call_flags(node, target, function)
+            if self._first_party(target):
+                self.construction_depths[id(node)] = self._branch_depth()
         if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
             self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
         if attribute == "load_state_dict" and qualified is None:
@@ -919,12 +961,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if attribute is not None and qualified is None and attribute not in COMMON_METHODS:
             for made in self._receiver_makers(func.value):
                 function.add_call(f"{made}.{attribute}", seen)
-        self._training(node, qualified, attribute, function, site)
-        self._named_objects(node, qualified, attribute, function, seen, site)
-        # RNG draws
+
+    def _draws(self, call: "_CallFacts") -> None:
+        """Draws from a global RNG (a shuffling DataLoader, a module built with random weights)."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         kind = draw_kind(qualified, node, self.context)
-        # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
-        loader = qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node)
         if kind == "torch" and qualified in self.facts.torch_modules and self.context.scopes.skips_init:
             kind = None  # `with torch.device("meta"):` and the like build modules without drawing weights
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
@@ -956,7 +997,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     sites.append(site(f"`{_spelling(func)}(...)`"))
         if not function.does_more and not _seeding_body_call(qualified, attribute, self.facts, self.config_helpers):
             function.does_more = True
-        # seeding and determinism
+
+    def _seeding(self, call: "_CallFacts") -> None:
+        """Seeding, determinism and the other covers a call sets (table helpers, config `seed-functions`)."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if qualified is not None:
             helper = self.facts.helpers.get(qualified)
             covered = helper_covers(helper, node) if helper is not None else self.config_helpers.get(qualified)
@@ -983,7 +1027,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if any(canonical(m).split(".")[0] == required for m in self.resolver.imported_modules):
                 for kind_covered in covered:
                     function.add_cover(kind_covered, site(f"`{_spelling(func)}(...)`"))
-        # CUDA work
+
+    def _cuda_work(self, call: "_CallFacts") -> None:
+        """CUDA work, and the first call that may move the work to a device."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if attribute == "cuda" and qualified is None:
             self._cuda(function, site(f"`{_spelling(func)}()`"))
         elif attribute == "to" and qualified is None:
@@ -999,13 +1046,19 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             and self._may_move(node, qualified, attribute)
         ):
             function.moves = site(f"`{_spelling(func)}(...)`")
-        # convolutions and explicit cuDNN benchmark choices (TDL406)
+
+    def _cudnn_choices(self, call: "_CallFacts") -> None:
+        """Convolutions and explicit cuDNN benchmark choices (TDL406)."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if qualified is not None:
             if CONVOLUTION_RE.match(qualified):
                 function.add_cover("convolution", site(f"`{_spelling(func)}(...)`"))
             elif qualified in BENCHMARK_SETTINGS and find_arg(node, "benchmark") is not None:
                 function.add_cover("cudnn-benchmark", site(f"`{_spelling(func)}(benchmark=...)`"))
-        # catalog operations (TDL302), from the ops family when it is installed
+
+    def _operations(self, call: "_CallFacts") -> None:
+        """Catalog operations (TDL302), from the ops family when it is installed."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if self.context.imports_torch:
             if len(function.ops) < 4 * MAX_SITES:
                 for match in match_operations(self.context, node):
@@ -1029,7 +1082,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         _add_op(function.ops, found, not match_operations(self.context, node, assume_no_grad=True))
                     break
             self._raising(node, function, index)
-        # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
+
+    def _data_loading(self, call: "_CallFacts") -> None:
+        """DataLoaders (TDL102), every data-loading call (the report's `dataloaders` check), and
+        worker init functions."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if (qualified in DATA_LOADING or is_dataloader(loader)) and len(function.loading) < MAX_SITES:
             function.loading.append(site(f"`{_spelling(func)}(...)`"))
         if is_dataloader(loader):
