@@ -9,12 +9,11 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from torchdet_lint.checks.insertions import merge_edits
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
+from torchdet_lint.model.checkpoint_edits import KEY, VALUE
 from torchdet_lint.model.checkpoints import (
     CALL,
     GENERATOR,
-    KEY,
     STATE_KINDS,
-    VALUE,
     CheckpointSite,
     OptimizerLoad,
     ResumeCollector,
