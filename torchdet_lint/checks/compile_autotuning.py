@@ -172,6 +172,7 @@ class CompileAutotuning(Rule):
     """
 
     code = "TDL306"
+    refined_by = SILENCED_BY_REACHED_COVERS
     name = "compile-autotuning"
     summary = (
         'Inductor autotuning (`mode="max-autotune"`, `max_autotune`, ...) picks kernels by timing, '
@@ -197,10 +198,6 @@ class CompileAutotuning(Rule):
         ),
         'import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="reduce-overhead")\n',
     )
-
-    @classmethod
-    def needs_project(cls, diagnostic: Diagnostic) -> bool:
-        return bool(diagnostic.extra.get(SILENCED_BY_REACHED_COVERS))
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:

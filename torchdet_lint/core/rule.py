@@ -163,11 +163,15 @@ class Rule(BaseRule, cst.BatchableCSTVisitor):
     # point elsewhere enables the flag, another module calls `set_epoch`), the rule leaves what
     # it needs in the finding's `extra` and decides in `refine`, once the project model exists.
 
+    # The `Diagnostic.extra` key under which the rule leaves what its `refine` decides on: a
+    # finding with a value there waits for the project (`needs_project`).
+    refined_by: ClassVar[Optional[str]] = None
+
     @classmethod
     def needs_project(cls, diagnostic: Diagnostic) -> bool:
         """Whether `refine` has something to decide about this finding. The project model is
         built for a run with no project rule selected only when a finding needs it."""
-        return False
+        return cls.refined_by is not None and bool(diagnostic.extra.get(cls.refined_by))
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project: Any) -> List[Diagnostic]:

@@ -58,6 +58,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     """
 
     code = "TDL105"
+    refined_by = SILENCED_BY_SET_EPOCH
     name = "distributed-sampler-without-set-epoch"
     summary = "a shuffling `DistributedSampler` whose `set_epoch` is never called repeats one order every epoch"
     trigger_words = ("DistributedSampler",)
@@ -74,10 +75,6 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         ),
         "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds, shuffle=False)\n",
     )
-
-    @classmethod
-    def needs_project(cls, diagnostic: Diagnostic) -> bool:
-        return bool(diagnostic.extra.get(SILENCED_BY_SET_EPOCH))
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:

@@ -101,6 +101,7 @@ class SeedAfterRngUse(Rule):
     """
 
     code = "TDL004"
+    refined_by = KEPT_IF_FIRST_PARTY_DRAWS
     name = "seed-after-rng-use"
     summary = "a seeding call comes after the program already drew from that generator"
     bad = (
@@ -111,10 +112,6 @@ class SeedAfterRngUse(Rule):
         "import torch\nfrom torch import nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 2)\n",
         "import torch\n\ntorch.manual_seed(0)\na = torch.randn(2)\ntorch.manual_seed(0)\nb = torch.randn(2)\n",
     )
-
-    @classmethod
-    def needs_project(cls, diagnostic: Diagnostic) -> bool:
-        return bool(diagnostic.extra.get(KEPT_IF_FIRST_PARTY_DRAWS))
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:

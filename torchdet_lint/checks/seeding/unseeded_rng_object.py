@@ -65,6 +65,7 @@ class UnseededRngObject(Rule):
     """
 
     code = "TDL005"
+    refined_by = SILENCED_BY_SEEDING_CONSTRUCTOR
     name = "unseeded-rng-object"
     summary = "an RNG object is created without a seed and never seeded"
     trigger_words = last_names(_SEEDABLE)
@@ -79,10 +80,6 @@ class UnseededRngObject(Rule):
         "import torch\ng = torch.Generator()\ng.manual_seed(0)\n",
         "import torch\ng = torch.Generator().manual_seed(0)\n",
     )
-
-    @classmethod
-    def needs_project(cls, diagnostic: Diagnostic) -> bool:
-        return bool(diagnostic.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR))
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
