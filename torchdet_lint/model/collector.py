@@ -145,7 +145,7 @@ SUMMARY_WORDS = (
     "seed",
     "Dataset",
     "load_state_dict",
-    # Process starts (RULES.md, "Process boundaries"): a launcher that only imports
+    # Process starts: a launcher that only imports
     # `multiprocessing` starts a spawned entry point, reported at its `Process(...)`.
     "multiprocessing",
     "ProcessPool",
