@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from torchdet_lint.checks.seeding.checkpoint_rng import helper_source
+from torchdet_lint.checks.seeding.checkpoint_without_rng_state import helper_source
 
 ALL_KINDS = {"torch", "cuda", "random", "numpy", "generators"}
 

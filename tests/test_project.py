@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
+import pytest
+
 from torchdet_lint.engine.config import Settings
 from torchdet_lint.engine.discovery import discover
 from torchdet_lint.engine.file_pass import check_text
-from torchdet_lint.engine.project import build_project
+from torchdet_lint.engine.project_phase import build_project
 from torchdet_lint.engine.runner import first_party_names, make_options, run
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.scan import empty_summary, function_spans
@@ -527,3 +529,70 @@ def test_lambdas_stored_for_later_are_not_reached_and_sort_keys_are() -> None:
     assert lint_sources({"run.py": stored}, select=["TDL002"]) == []
     sorting = "import random\n\nif __name__ == '__main__':\n    print(sorted([1, 2], key=lambda item: random.random()))\n"
     assert [d.code for d in lint_sources({"run.py": sorting}, select=["TDL002"])] == ["TDL002"]
+
+
+def test_a_file_rule_settles_its_findings_over_the_project_in_its_refine_hook() -> None:
+    """The engine knows no rule's data: a made-up file rule keeps a `hello()` finding only where
+    another file of the project defines `hello`, and a `noqa` whose finding `refine` drops is
+    unused (TDL900 judges the final findings)."""
+    import libcst as cst
+
+    from torchdet_lint.checks import extra_rules
+    from torchdet_lint.core.rule import Rule
+
+    class HelloUnlessDefined(Rule):
+        code, name, summary = "TDL995", "hello-unless-defined", "`hello()` is not defined in the project"
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "hello":
+                self.report(node, extra={"hello": True})
+
+        @classmethod
+        def needs_project(cls, diagnostic) -> bool:
+            return bool(diagnostic.extra.get("hello"))
+
+        @classmethod
+        def refine(cls, diagnostics, project):
+            defined = any("def hello" in source.text for source in project.sources.values())
+            return [] if defined else diagnostics
+
+    with extra_rules(HelloUnlessDefined):
+        alone = lint_sources({"a.py": "import torch\nhello()\n"}, select=["TDL995"])
+        settled = lint_sources(
+            {"a.py": "import torch\nhello()\nhello()  # noqa: TDL995\n", "b.py": "def hello():\n    pass\n"},
+            select=["TDL995", "TDL900"],
+        )
+    assert _codes(alone) == ["a.py:2:1 TDL995"]
+    assert [(d.path, d.line, d.code) for d in settled] == [("a.py", 3, "TDL900")]
+
+
+def _facts_walked(text: str, collectors_first: bool):
+    """The summary of `text` with the rules' fact collectors walked before, or after, the
+    summary collector in the shared traversal."""
+    from torchdet_lint.checks import fact_collectors
+    from torchdet_lint.core.context import FileContext
+    from torchdet_lint.core.names import forget_keyword_dicts
+    from torchdet_lint.core.traversal import BatchedWalker
+    from torchdet_lint.engine.file_pass import parse
+    from torchdet_lint.model.collector import SummaryCollector
+
+    context = FileContext("t.py", text, parse(text), Settings(), (2, 13))
+    collector = SummaryCollector(context)
+    facts = [found for found in (kind.for_file(context, collector) for kind in fact_collectors()) if found is not None]
+    forget_keyword_dicts()
+    order = [*facts, collector] if collectors_first else [collector, *facts]
+    BatchedWalker([context.resolver, context.scopes, *order]).walk(context.module)
+    collector.finish()
+    for found in facts:
+        found.finish()
+    return collector.summary
+
+
+@pytest.mark.parametrize(
+    "case", ["TDL008/dict_call.py", "TDL008/cuda_work.py", "TDL010/shapes/every_n_steps.py", "TDL010/shapes/save_helper.py"]
+)
+def test_fact_collectors_give_the_same_facts_in_any_order_of_the_walk(case: str) -> None:
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / case).read_text(encoding="utf-8")
+    first, last = _facts_walked(text, True), _facts_walked(text, False)
+    assert last.resume is not None or last.resume_data is not None
+    assert (first.resume, first.resume_data, first.rank_order) == (last.resume, last.resume_data, last.rank_order)

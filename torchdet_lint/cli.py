@@ -24,9 +24,9 @@ from torchdet_lint.core.startup import cached_dataclass_code
 # rules is most of a one-file run's time (see core/startup.py).
 with cached_dataclass_code():
     import torchdet_lint.checks  # noqa: F401 - registers every rule
-    import torchdet_lint.engine.project  # noqa: F401
+    import torchdet_lint.engine.project_phase  # noqa: F401
     import torchdet_lint.engine.runner  # noqa: F401
-    import torchdet_lint.output.context  # noqa: F401
+    import torchdet_lint.output.render_context  # noqa: F401
     from torchdet_lint.core.catalog import newest_version
     from torchdet_lint.engine.config import (
         ConfigError,
@@ -224,7 +224,7 @@ def _opposing_rules_warning(selected) -> None:
 def run_check(args) -> int:
     from torchdet_lint.engine.runner import default_jobs, run_scopes
     from torchdet_lint.output import formatter
-    from torchdet_lint.output.context import OutputContext, use_color
+    from torchdet_lint.output.render_context import OutputContext, use_color
 
     if args.output_file is not None:
         return _to_output_file(args)
@@ -408,7 +408,7 @@ def _unsafe_fixes(args, settings_list) -> bool:
 
 
 def _summary_line(diagnostics, fixed_count: int, unsafe: bool, args) -> str:
-    from torchdet_lint.output.context import fixable
+    from torchdet_lint.output.render_context import fixable
 
     lines = []
     if diagnostics or fixed_count:
@@ -432,7 +432,7 @@ def _summary_line(diagnostics, fixed_count: int, unsafe: bool, args) -> str:
 
 
 def _statistics(diagnostics, unsafe: bool, output_format: str) -> str:
-    from torchdet_lint.output.context import fixable
+    from torchdet_lint.output.render_context import fixable
 
     counts = {}
     for d in diagnostics:
@@ -452,10 +452,10 @@ def _run_stdin(args, workspace: Workspace, filename: str, jobs: int) -> int:
     from torchdet_lint.core.diagnostics import error_diagnostic
     from torchdet_lint.core.source import SourceError, decode_source
     from torchdet_lint.engine.discovery import SourceFile
-    from torchdet_lint.engine.project import ProjectContext
+    from torchdet_lint.engine.project_phase import ProjectContext
     from torchdet_lint.engine.runner import first_party_names, lint_text, make_options, project_context
     from torchdet_lint.output import formatter
-    from torchdet_lint.output.context import OutputContext, use_color
+    from torchdet_lint.output.render_context import OutputContext, use_color
 
     if filename != "-":
         path = Path(os.path.abspath(filename))
@@ -583,7 +583,7 @@ def run_rules(argv: Sequence[str]) -> int:
 def run_report(argv: Sequence[str]) -> int:
     """`torchdet-lint report [PATHS]`: one scorecard per entry point, from the same run as `check`."""
     from torchdet_lint.engine.runner import default_jobs, run_scopes
-    from torchdet_lint.output.context import OutputContext, use_color
+    from torchdet_lint.output.render_context import OutputContext, use_color
     from torchdet_lint.report.render import FORMATS as REPORT_FORMATS
     from torchdet_lint.report.render import render_full, render_json, render_markdown
     from torchdet_lint.report.scorecard import REPORT_CODES, scorecards

@@ -21,7 +21,7 @@ from torchdet_lint.core.source import SourceText
 from torchdet_lint.engine.config import ConfigError, Settings, with_overrides
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import RunOptions
-from torchdet_lint.engine.project import ProjectContext
+from torchdet_lint.engine.project_phase import ProjectContext
 from torchdet_lint.engine.runner import first_party_names, lint_text, make_options, project_context
 from torchdet_lint.engine.workspace import Workspace
 

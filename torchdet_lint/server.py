@@ -43,7 +43,7 @@ from torchdet_lint.engine.cache import SummaryIndex
 from torchdet_lint.engine.config import ConfigError, with_overrides
 from torchdet_lint.engine.discovery import SourceFile, display_path
 from torchdet_lint.engine.file_pass import RunOptions
-from torchdet_lint.engine.project import ProjectContext
+from torchdet_lint.engine.project_phase import ProjectContext
 from torchdet_lint.engine.runner import (
     first_party_names,
     forget_packages,

@@ -2,36 +2,44 @@
 
 Each family is a module (or a package, one module per rule) of `Rule` /
 `ProjectRule` classes; a rule is registered by being defined in a family
-listed here. A duplicate code fails at import.
+listed here, or in any module of a family package (a new rule's module needs
+no import added anywhere). A duplicate code fails at import.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Dict, Iterator, List, Optional, Type
+import importlib
+import pkgutil
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type
 
 from torchdet_lint.checks import (
-    compiled,
+    compile_autotuning,
     dataloader,
-    determinism,
-    noqa,
+    deterministic_mode_not_enabled,
     ops,
     performance,
     seeding,
     switches,
+    unused_noqa,
 )
 from torchdet_lint.core.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
 
-FAMILIES = (switches, compiled, ops, seeding, dataloader, performance, determinism, noqa)
+FAMILIES = (switches, compile_autotuning, ops, seeding, dataloader, performance, deterministic_mode_not_enabled, unused_noqa)
 
 
 def _family_rules(family) -> List[Type[BaseRule]]:
-    """The rules a family defines (its own classes, not ones it imports from another family)."""
+    """The rules a family defines (its own classes, not ones it imports from another family),
+    in the family module or in any module of the family package."""
+    modules = [family]
+    if hasattr(family, "__path__"):
+        modules += [importlib.import_module(f"{family.__name__}.{info.name}") for info in pkgutil.iter_modules(family.__path__)]
     found = []
-    for value in vars(family).values():
-        if isinstance(value, type) and issubclass(value, BaseRule) and value.is_rule():
-            if value.__module__.startswith(family.__name__):
-                found.append(value)
+    for module in modules:
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseRule) and value.is_rule():
+                if value.__module__.startswith(family.__name__) and value not in found:
+                    found.append(value)
     return found
 
 
@@ -63,6 +71,26 @@ def file_rule_classes(selected: frozenset) -> List[Type[Rule]]:
 
 def project_rule_classes(selected: frozenset) -> List[Type[ProjectRule]]:
     return [rule for code, rule in _RULES.items() if code in selected and issubclass(rule, ProjectRule)]
+
+
+def fact_collectors() -> List[Any]:
+    """The fact collectors the registered rules declare, each once, in the order of the codes."""
+    found: List[Any] = []
+    for rule in _RULES.values():
+        found.extend(collector for collector in rule.collectors if collector not in found)
+    return found
+
+
+def prefilter() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The words and the patterns the registered rules and their collectors declare."""
+    words: List[str] = []
+    patterns: List[str] = []
+    for rule in _RULES.values():
+        for word in [*rule.prefilter_words(), *(w for c in rule.collectors for w in getattr(c, "prefilter_words", ()))]:
+            if word not in words:
+                words.append(word)
+        patterns.extend(pattern for pattern in rule.prefilter_patterns if pattern not in patterns)
+    return tuple(words), tuple(patterns)
 
 
 @contextlib.contextmanager

@@ -87,7 +87,7 @@ class Insertion:
             # function in a process of its own, without the main block's lines.
             self._at_launched_top(launched[0])
             return
-        # RULES.md "Fix TDL001-003": the main block's top, unless the file's own module-level code
+        # The seeding lines go at the main block's top, unless the file's own module-level code
         # draws (or does the work) before the main block runs. Draws by the module-level code of
         # the modules it imports do not count: they run at import time, before any line placed
         # after the imports could. A file that other first-party files import never gets

@@ -23,7 +23,7 @@ from torchdet_lint.core.catalog import (
     load_catalog,
     version_text,
 )
-from torchdet_lint.core.diagnostics import KEPT_IF_CUDA, KEPT_IF_TRAINING, SILENCED_BY_FLAG
+from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import find_arg, literal
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations, match_third_party
 from torchdet_lint.core.rule import Rule
@@ -55,8 +55,7 @@ def _may_be_true(node: Optional[cst.BaseExpression], accepted: Sequence[Any] = (
 
 
 def enables_deterministic_mode(context, call: cst.Call) -> bool:
-    """Whether a call turns `torch.use_deterministic_algorithms` on (RULES.md
-    "Enabling the flag"): a literal True or a non-literal mode, `warn_only`
+    """Whether a call turns `torch.use_deterministic_algorithms` on: a literal True or a non-literal mode, `warn_only`
     included; `set_deterministic_debug_mode("warn"|"error"|1|2)`;
     `Trainer(deterministic=True)`; `transformers.set_seed(..., deterministic=True)`;
     `enable_full_determinism`; `accelerate.utils.set_seed(..., deterministic=True)`."""
@@ -86,10 +85,36 @@ def enables_deterministic_mode(context, call: cst.Call) -> bool:
 # -- the rules ---------------------------------------------------------------------------
 
 
+# `Diagnostic.extra` keys these rules leave for their `refine`:
+# the finding disappears when an entry point enables torch.use_deterministic_algorithms;
+SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
+# the operation's condition needs a backward pass, so the finding stands only where a run that
+# reaches it trains, or where no run reaches it (library code);
+KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
+# the condition needs a CUDA device, so the finding stands only where a reaching run may use one
+# (or no run reaches it).
+KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
+
+
 class _AutogradAware(Rule):
     """Decides at the end of the file the findings that hang on whether a gradient can flow
     in the enclosing function: one this file only calls where no gradient flows (a pipeline's
     helper called from its `@torch.no_grad()` `__call__`) is taken to run without one."""
+
+    @classmethod
+    def needs_project(cls, diagnostic: Diagnostic) -> bool:
+        extra = diagnostic.extra
+        return bool(extra.get(SILENCED_BY_FLAG) or extra.get(KEPT_IF_TRAINING) or extra.get(KEPT_IF_CUDA))
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
+        """A condition that needs a backward pass cannot happen in runs that never train, nor a
+        CUDA-only one in runs that never leave the CPU; one entry point that enables the flag
+        silences the findings it makes deterministic."""
+        kept = [d for d in diagnostics if _condition_can_hold(project, d)]
+        if any(d.extra.get(SILENCED_BY_FLAG) for d in kept) and project.deterministic_mode_enabled():
+            kept = [d for d in kept if not d.extra.get(SILENCED_BY_FLAG)]
+        return kept
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -105,7 +130,7 @@ class _AutogradAware(Rule):
             return None
         scopes = self.context.scopes
         if backward_only_module(self.context, node):
-            # RULES.md, "Catalog and evidence": a module's backward runs where it is called, so a
+            # A module's backward runs where it is called, so a
             # module bound to a name that this file only calls where no gradient flows is silent.
             identity = scopes.bound_calls.get(id(node))
             if identity is None:
@@ -122,7 +147,7 @@ class _AutogradAware(Rule):
 
     def extra_for(self, node: cst.Call) -> Optional[dict]:
         """A finding whose condition holds only in a backward pass stands only where a run trains;
-        one whose condition needs CUDA, only where a run may use it (the project phase decides)."""
+        one whose condition needs CUDA, only where a run may use it (`refine` decides)."""
         extra = {}
         if self.message_for(node, True) is None:
             extra[KEPT_IF_TRAINING] = True
@@ -139,6 +164,13 @@ class _AutogradAware(Rule):
                 found.append((node, chosen))
         self.undecided = []
         return found
+
+
+def _condition_can_hold(project, diagnostic: Diagnostic) -> bool:
+    backward, cuda = bool(diagnostic.extra.get(KEPT_IF_TRAINING)), bool(diagnostic.extra.get(KEPT_IF_CUDA))
+    if not (backward or cuda):
+        return True
+    return project.condition_can_hold(diagnostic.path, project.analysed_line(diagnostic), backward, cuda)
 
 
 class _ReportedWhereCalled(_AutogradAware):
@@ -429,7 +461,7 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     worst case at that version; convolutions with
     `padding_mode="reflect"` pad the same way.
 
-    Autograd phase (RULES.md, "Decisions from real repositories"): a
+    Autograd phase: a
     backward-only kernel is not reported where no gradient can flow: inside
     `torch.no_grad()`, `inference_mode()`, `set_grad_enabled(False)`, in a
     function decorated with them or only ever called from such code, and
@@ -523,7 +555,7 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     nothing it cannot follow) computes on the CPU, PyTorch's default device:
     a CUDA-only finding reached only by such runs is not reported.
 
-    CPU tensors (RULES.md, "Catalog and evidence"): what
+    CPU tensors: what
     `torch.load(..., map_location="cpu")` reads (also with
     `torch.device("cpu")`, `lambda storage, loc: storage` or a dict mapping
     every device to `"cpu"`; `torch.hub.load_state_dict_from_url` alike;
@@ -730,6 +762,12 @@ class NondeterministicThirdPartyKernel(_ReportedWhereCalled):
     - flash-attention `flash_attn_func(..., deterministic=False)`
     - The catalog: `rules/third_party.toml` (a `source` per entry)
     """
+
+    @classmethod
+    def prefilter_words(cls) -> Tuple[str, ...]:
+        """Every library of the catalog: a file that only imports `mmcv.ops` can hold a finding,
+        and a new library needs no code."""
+        return tuple(library.name for library in load_catalog().libraries)
 
     @classmethod
     def generated_documentation(cls) -> str:

@@ -78,7 +78,7 @@ class Sized:
 @dataclass(frozen=True)
 class Pattern:
     """A string known only by its literal ends: `f"a{reduce[-3:]}"` is some string starting
-    with "a" (RULES.md: a literal that rules the condition out means no diagnostic)."""
+    with "a" (a literal that rules the condition out means no diagnostic)."""
 
     prefix: str = ""
     suffix: str = ""

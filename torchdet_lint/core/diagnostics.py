@@ -13,40 +13,6 @@ import libcst as cst
 # TDL000 is not a rule: the diagnostic of a file that cannot be read or parsed.
 PARSE_ERROR_CODE = "TDL000"
 PARSE_ERROR_NAME = "file-not-analysed"
-# Diagnostic.extra key: the finding disappears when an entry point enables
-# torch.use_deterministic_algorithms (the project phase drops it).
-SILENCED_BY_FLAG = "silenced_by_deterministic_mode"
-# Diagnostic.extra key: cover kinds of the summaries (a list) any of which, in every
-# entry point that reaches the finding, silences it (TDL306; the project phase drops it).
-SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
-# Diagnostic.extra key (TDL105): how the sampler may be named in another file, as (names it leaves
-# its function under, functions returning it alone, the same two for the loader built with it); a
-# `.set_epoch(` elsewhere in the project on such a receiver silences it (the project phase drops it).
-SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
-# Diagnostic.extra key (TDL005): the first-party constructors the RNG object is handed to, as
-# (call target, keyword, position); one that seeds that parameter itself silences it.
-SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
-# Diagnostic.extra key (TDL004): first-party calls made before the seed, as (call target, spelling,
-# line: a number, or `cell N, line M` in a notebook); the finding stands only if one of them builds a module
-# that draws from torch (a first-party class, or what a first-party factory returns). The project phase decides and names it.
-KEPT_IF_FIRST_PARTY_DRAWS = "kept_if_first_party_draws"
-# Diagnostic.extra key (TDL201-203): the operation's condition needs a backward pass, so the finding
-# stands only where a run that reaches it trains, or where no run reaches it (library code); the
-# project phase decides.
-KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
-# Diagnostic.extra key (TDL201-203): the operation's condition needs a CUDA device, so the finding
-# stands only where a reaching run may use one (or no run reaches it).
-KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
-# Diagnostic.extra key (TDL101, TDL104): pairs (first-party name, torch name) the finding read a
-# first-party name as, where that module may re-export torch's object under the same name
-# (`from torch.utils.data import SubsetRandomSampler` in `pkg/sampler.py`); the finding stands
-# only if every pair is such a re-export (the project phase decides).
-KEPT_IF_REEXPORTED = "kept_if_reexported"
-# Diagnostic.extra key (TDL101, TDL104): the fix seeds a generator from `torch.initial_seed()`, so it
-# is only as reproducible as the torch seed; where a spawned run that reaches it never seeds torch
-# (TDL001 there), the project phase makes the fix unsafe (it would look fixed and still vary).
-TIED_TO_TORCH_SEED = "fix_tied_to_the_torch_seed"
-DRAW_PLACEHOLDER = "<first-party draw>"  # in such a message: replaced by the call the project phase confirms
 
 
 class Applicability(str, enum.Enum):

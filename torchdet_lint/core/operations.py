@@ -311,7 +311,7 @@ def _candidates(context, call: cst.Call, index: _Index) -> List[_Entry]:
     if isinstance(receiver, cst.Name) and receiver.value in _NON_TENSOR_RECEIVERS:
         return []
     entries = [entry for entry in index.by_method.get(last, ()) if _fits_method(entry.form, call)]
-    # RULES.md "Method receivers": an object visibly not a tensor (`HistoryBuffer().median(20)`,
+    # An object visibly not a tensor (`HistoryBuffer().median(20)`,
     # a NumPy array's `.put`, a parameter annotated with a non-tensor type) has its own methods.
     # A library's own methods (`unet.enable_xformers_memory_efficient_attention()`) are called on
     # its objects, never on tensors.
@@ -456,7 +456,7 @@ def _implausible_dim(value: Any) -> bool:
 
 
 def _possible(case: Case, no_grad: bool, on_cpu: bool) -> bool:
-    """RULES.md "Autograd phase": a backward-only case cannot happen where no gradient flows,
+    """A backward-only case cannot happen where no gradient flows,
     nor a CUDA-only one on a tensor visibly on the CPU (an unknown device is still CUDA)."""
     if no_grad and case.phase == "backward":
         return False

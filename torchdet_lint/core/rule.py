@@ -12,7 +12,7 @@ import enum
 import functools
 import inspect
 import re
-from typing import Any, ClassVar, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 import libcst as cst
 
@@ -55,6 +55,22 @@ class BaseRule:
     good: ClassVar[Tuple[str, ...]] = ()
     # Config overrides the examples need (e.g. {"torch-version": "2.0"}).
     example_config: ClassVar[Dict[str, Any]] = {}
+    # The fact collectors (classes of the model layer) whose facts the rule reads from the file
+    # summaries, as LibCST's metadata providers are declared. Each has `for_file(context,
+    # collector)` (None when the text cannot hold its facts) and `finish()`, which stores its
+    # facts in the summary; it may declare `prefilter_words`. The file pass runs the collectors
+    # of every registered rule (summaries are cached and shared by runs of any selection).
+    collectors: ClassVar[Tuple[Any, ...]] = ()
+    # Regular expressions that let a file into the parse, as `prefilter_words` below.
+    prefilter_patterns: ClassVar[Tuple[str, ...]] = ()
+
+    @classmethod
+    def prefilter_words(cls) -> Tuple[str, ...]:
+        """Words that let a file into the parse: a file that holds none of the words (and
+        matches none of the patterns) that the registered rules and their collectors declare,
+        nor the summary collector's own, is never parsed. Only a rule whose findings need
+        more than those declares any."""
+        return ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -91,6 +107,12 @@ class BaseRule:
     def generated_documentation(cls) -> str:
         """Markdown a rule renders from its data files, so its docs cannot drift from them."""
         return ""
+
+    @classmethod
+    def relabel_lines(cls, diagnostic: Diagnostic, line_label: Callable[[int], str]) -> None:
+        """Called when a notebook's finding is placed in its cells: the lines of the joined
+        code that the rule keeps in `diagnostic.extra` for a later message, renamed with
+        `line_label` (`cell 5, line 5`). Most rules keep none."""
 
     @classmethod
     def doc_section(cls, title: str) -> str:
@@ -133,8 +155,32 @@ class Rule(BaseRule, cst.BatchableCSTVisitor):
         fix: Optional[FixBuilder] = None,
         extra: Optional[Dict[str, Any]] = None,
     ) -> None:
-        """Report `node`; `extra` is data for the project phase (see `SILENCED_BY_FLAG`)."""
+        """Report `node`; `extra` is the rule's own data for its `refine` (and the cache keeps it)."""
         self.context.report(self.code, self.name, node, message or self.summary, fix, extra)
+
+    # -- the project phase ----------------------------------------------------------------
+    # A file rule sees one file. Where the rest of the project can settle a finding (an entry
+    # point elsewhere enables the flag, another module calls `set_epoch`), the rule leaves what
+    # it needs in the finding's `extra` and decides in `refine`, once the project model exists.
+
+    # The `Diagnostic.extra` key under which the rule leaves what its `refine` decides on: a
+    # finding with a value there waits for the project (`needs_project`).
+    refined_by: ClassVar[Optional[str]] = None
+
+    @classmethod
+    def needs_project(cls, diagnostic: Diagnostic) -> bool:
+        """Whether `refine` has something to decide about this finding. The project model is
+        built for a run with no project rule selected only when a finding needs it."""
+        return cls.refined_by is not None and bool(diagnostic.extra.get(cls.refined_by))
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project: Any) -> List[Diagnostic]:
+        """The findings that stand, given the project (a `torchdet_lint.model.project.Project`):
+        `diagnostics` are the rule's findings in the linted files, those a `noqa` silenced
+        included (TDL900 judges a directive on what the file would report without it). A
+        rule may also reword a finding or change its fix here. Rules that share one `refine`
+        (a family's base class) are called once with the findings of all of them."""
+        return diagnostics
 
 
 def last_names(qualified_names: Iterable[str]) -> Tuple[str, ...]:

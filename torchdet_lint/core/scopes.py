@@ -6,7 +6,7 @@ a decorated function). Local dataflow only: one pass, no fixed point.
 
 It also records, for `**name` arguments whose dictionary is visible (a dict
 literal or `dict(key=...)` bound in the same function or module), the keywords
-they carry, so that `names.find_arg` sees them (RULES.md, "Keyword dictionaries").
+they carry, so that `names.find_arg` sees them (a keyword passed through `**kwargs` is passed).
 """
 
 from __future__ import annotations
@@ -1043,7 +1043,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def visit_AsName(self, node: cst.AsName) -> None:
         if isinstance(node.name, (cst.Name, cst.Tuple, cst.List)):
-            # `with ctx.Pool(4) as pool:` binds the pool (RULES.md, "Process boundaries").
+            # `with ctx.Pool(4) as pool:` binds the pool, whose calls start processes.
             self._bind_target(node.name, self._with_values.pop(id(node), None))
 
     def visit_If(self, node: cst.If) -> None:

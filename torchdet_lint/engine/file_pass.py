@@ -18,8 +18,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 from libcst._nodes.base import CSTNode
 
-from torchdet_lint.checks import file_rule_classes
-from torchdet_lint.core.catalog import load_catalog
+from torchdet_lint.checks import fact_collectors, file_rule_classes, prefilter
 from torchdet_lint.core.context import FileContext
 from torchdet_lint.core.diagnostics import Diagnostic, error_diagnostic
 from torchdet_lint.core.names import forget_keyword_dicts
@@ -27,58 +26,17 @@ from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import SourceText, python_ast
 from torchdet_lint.core.traversal import BatchedWalker
 from torchdet_lint.engine.suppressions import apply_suppressions, file_exempt
-from torchdet_lint.model.checkpoints import ResumeCollector
-from torchdet_lint.model.collector import SummaryCollector
-from torchdet_lint.model.rank_order import RankOrderCollector
-from torchdet_lint.model.resume_data import ResumeDataCollector
+from torchdet_lint.model.collector import SUMMARY_WORDS, SummaryCollector
 from torchdet_lint.model.scan import empty_summary
 from torchdet_lint.model.summary import FileSummary
-
-# A file that mentions none of these cannot hold a finding of any file rule,
-# so it is never parsed (the byte scan is far cheaper than a LibCST parse).
-RELEVANT_WORDS = (
-    "torch",
-    "random",
-    "numpy",
-    "DataLoader",
-    "lightning",
-    "transformers",
-    "accelerate",
-    "PYTHONHASHSEED",
-    "mmengine",
-    "CUBLAS",
-    "seed",
-    "Dataset",
-    "load_state_dict",
-    # Process starts (RULES.md, "Process boundaries"): a launcher that only imports
-    # `multiprocessing` starts a spawned entry point, reported at its `Process(...)`.
-    "multiprocessing",
-    "ProcessPool",
-    # A launcher that hands the training to a job (submitit) holds that job's fixes.
-    "submitit",
-    # Objects built from names (hydra, hyperpyyaml, dnnlib, importlib, jsonargparse): a launcher
-    # that only instantiates a configured trainer mentions no torch word, and its reach is
-    # what the run does.
-    "instantiate",
-    "hyperpyyaml",
-    "_by_name",
-    "import_module",
-    "_target_",
-    "class_path",
-    "locate",
-)
-# Sets, for TDL107: a data helper that builds a label map from `set(labels)`
-# often imports none of the words above. `set(`/`set[`/`Set[`, a set
-# comprehension (over several lines too), or a set display of string literals.
-SET_PATTERNS = (r"\bset[(\[]", r"\bSet\[", r"\{[^{}:]*\bfor\b[^{}:]*\}", r"\{\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,")
 
 
 @functools.lru_cache(maxsize=1)
 def _relevant_re() -> "re.Pattern[str]":
-    """The words above and every library of the third-party catalog (a file that only
-    imports `mmcv.ops` can hold a TDL203 finding): a new library needs no code here."""
-    libraries = tuple(library.name for library in load_catalog().libraries)
-    return re.compile("|".join([re.escape(word) for word in RELEVANT_WORDS + libraries] + list(SET_PATTERNS)))
+    """What lets a file into the parse: the summary collector's words, and the words and
+    patterns the registered rules and their collectors declare (`BaseRule.prefilter_words`)."""
+    words, patterns = prefilter()
+    return re.compile("|".join([re.escape(word) for word in SUMMARY_WORDS + words] + list(patterns)))
 
 
 # LibCST needs about 700 bytes of memory per byte of source (7 GB for a 10 MB
@@ -296,13 +254,8 @@ def _check_parsed(
         first_party=options.first_party,
     )
     collector = SummaryCollector(context)
-    resume = ResumeCollector.for_file(context, collector)  # None when the text cannot hold a resume fact
-    # Facts of distributed runs and resumes (TDL010, TDL011), each None when the text cannot hold one.
-    distributed = [
-        found
-        for found in (ResumeDataCollector.for_file(context, collector), RankOrderCollector.for_file(context, collector))
-        if found is not None
-    ]
+    # The facts the rules declare (`BaseRule.collectors`), each None when the text cannot hold them.
+    facts = [found for found in (kind.for_file(context, collector) for kind in fact_collectors()) if found is not None]
     # A rule whose trigger words the file does not contain stays out of the walk (`Rule.trigger_words`).
     rules = [
         rule_class(context)
@@ -311,14 +264,10 @@ def _check_parsed(
     ]
     try:
         forget_keyword_dicts()
-        BatchedWalker([context.resolver, context.scopes, collector, *([resume] if resume else []), *distributed, *rules]).walk(
-            module
-        )
+        BatchedWalker([context.resolver, context.scopes, collector, *facts, *rules]).walk(module)
         result.diagnostics = context.diagnostics()
         collector.finish()
-        if resume is not None:
-            resume.finish()
-        for found in distributed:
+        for found in facts:
             found.finish()
     except RecursionError:
         result.diagnostics = [error_diagnostic(display, "not analysed: the file is nested too deeply to analyse")]

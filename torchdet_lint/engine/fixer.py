@@ -28,7 +28,7 @@ from torchdet_lint.core.diagnostics import (
 from torchdet_lint.core.source import SourceText, encode_source
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import FileResult, RunOptions
-from torchdet_lint.engine.project import ProjectContext
+from torchdet_lint.engine.project_phase import ProjectContext
 from torchdet_lint.engine.runner import RunResult, lint_text, run
 
 # Ruff's bound: fixes that keep producing new fixes are a bug in a rule, and

@@ -22,7 +22,8 @@ from json.decoder import scanstring
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from torchdet_lint.core.diagnostics import KEPT_IF_FIRST_PARTY_DRAWS, Diagnostic, Edit, error_diagnostic
+from torchdet_lint.checks import get_rule
+from torchdet_lint.core.diagnostics import Diagnostic, Edit, error_diagnostic
 from torchdet_lint.core.source import SourceText
 from torchdet_lint.engine.file_pass import FileResult, RunOptions, check_text
 from torchdet_lint.engine.suppressions import apply_suppressions
@@ -137,11 +138,9 @@ class Notebook:
         if diagnostic.cell is not None or not self.cells:
             return diagnostic
         diagnostic.message = _CITED_LINE.sub(lambda match: f"({self.line_label(int(match.group(1)))})", diagnostic.message)
-        built = diagnostic.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) if diagnostic.extra else None
-        if built:  # TDL004's candidates, named in the message by the project phase (maybe from the cache)
-            diagnostic.extra[KEPT_IF_FIRST_PARTY_DRAWS] = [
-                (target, spelling, self.line_label(line) if isinstance(line, int) else line) for target, spelling, line in built
-            ]
+        rule = get_rule(diagnostic.code) if diagnostic.extra else None
+        if rule is not None:
+            rule.relabel_lines(diagnostic, self.line_label)
         cell = self.cell_at(self._line_offset(diagnostic.line))
         first_line, last_line = self.cell_lines(cell.number)
         diagnostic.cell = cell.number

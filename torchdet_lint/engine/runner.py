@@ -25,7 +25,7 @@ from torchdet_lint.engine.config import Settings, selected_codes, target_library
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import FileResult, RunOptions, cyclic_gc_paused, lint_python
 from torchdet_lint.engine.notebook import lint_notebook, notebook_source
-from torchdet_lint.engine.project import ProjectContext, project_phase
+from torchdet_lint.engine.project_phase import ProjectContext, project_phase
 from torchdet_lint.engine.workspace import ProjectScope
 from torchdet_lint.model.project import Project
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from torchdet_lint.checks import all_rules
-from torchdet_lint.checks.noqa import UnusedNoqa
+from torchdet_lint.checks.unused_noqa import UnusedNoqa
 from torchdet_lint.core.diagnostics import PARSE_ERROR_CODE, Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import LineIndex

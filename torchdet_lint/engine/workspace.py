@@ -6,8 +6,8 @@ or `pyproject.toml` with a `[tool.torchdet-lint]` table above it (`--config`
 overrides it for all files), as in Ruff. Its project root is the directory of
 that configuration (not of one named by `--config`), else the
 nearest ancestor holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`,
-else the named file's own directory, or the named directory itself (RULES.md,
-"Decisions from real repositories": the working directory is no fallback).
+else the named file's own directory, or the named directory itself (never the
+working directory: a run from elsewhere must find the same project).
 The project is the tree under its root, minus nested sub-projects (a
 directory whose files have another root) and excluded files: what
 `torchdet-lint .` at the root lints. Named files are reported; the project's

@@ -6,12 +6,12 @@ named generators handed to loaders, and the reseeding its loops do.
 First-party helpers are connected by the project phase (`wrapped_checkpoints`,
 `parameter_loads`): a file records which parameters its functions `torch.save`
 or call `load_state_dict` on, and the calls that hand such a function a
-checkpoint dict or an optimizer.
+checkpoint dict or an optimizer. Where the fix's edits go is planned in
+`checkpoint_edits`.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Set, Tuple
@@ -20,6 +20,7 @@ import libcst as cst
 
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal, opaque_keywords
 from torchdet_lint.core.traversal import BatchedWalker
+from torchdet_lint.model.checkpoint_edits import KEY, EntryEdit, _code, entry_edit, place_helpers
 from torchdet_lint.model.facts import (
     GENERATOR_POSITION,
     RANDOM_SAMPLERS,
@@ -45,8 +46,6 @@ WORDS = ("state_dict", "seed", "get_state", "getstate", "get_rng_state", "genera
 STATE_KINDS = ("torch", "cuda", "random", "numpy")
 GENERATOR = "generator:"  # prefix of a named generator's state: "generator:g"
 CALL = "call:"  # prefix of a first-party seeding call in a loop (resolved by the project phase)
-KEY = "rng_state"  # the checkpoint key the fix adds
-VALUE = "\x00"  # placeholder for the helper call in the precomputed edits
 # Calls that read a global RNG's state (for a checkpoint), by qualified name.
 CAPTURES: Dict[str, Tuple[str, ...]] = {
     "torch.get_rng_state": ("torch",),
@@ -79,7 +78,6 @@ OPTIMIZER_PACKAGES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.",
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 SAMPLERS = RANDOM_SAMPLERS | {"torch.utils.data.DataLoader"}
 STATEFUL_LOADERS = frozenset({"torchdata.stateful_dataloader.StatefulDataLoader"})
-_NAME_BINDING_RE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*[ \t]*=[ \t]*$")  # `checkpoint = ` before a dict
 
 
 class Parameter(NamedTuple):
@@ -137,16 +135,6 @@ class OptimizerArgument(NamedTuple):
     position: Optional[int]
     keyword: Optional[str]
     receiver: str  # as written
-
-
-@dataclass
-class EntryEdit:
-    """How to add `"rng_state": <call>` to a checkpoint: edits whose text holds `VALUE`
-    where the call goes. `wide` replaces `edits` when the inline form passes `room` columns."""
-
-    edits: List[Tuple[int, int, str]]
-    room: Optional[int] = None
-    wide: Optional[List[Tuple[int, int, str]]] = None
 
 
 @dataclass
@@ -357,8 +345,8 @@ class _CallCollector(cst.BatchableCSTVisitor):
 
 
 class ResumeCollector(cst.BatchableCSTVisitor):
-    """Runs right after the `SummaryCollector` in the shared walk (`collector`: it reads the
-    collector's current function key and call targets, and stores the facts in its summary)."""
+    """Walks with the `SummaryCollector` (`collector`: it asks it the function keys and call
+    targets, in any order of the walk, and stores the facts in its summary)."""
 
     def __init__(self, context: "FileContext", collector: Any) -> None:
         super().__init__()
@@ -392,7 +380,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         self._classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        key = self.collector.key  # the summary collector visited this def first
+        key = self.collector.def_key(node)
         own = key != self.frames[-1].key  # not a method of a class defined in a function body
         self.frames.append(_Frame(key, node if own else None, self._classes[-1]))
         self._classes.append(False)
@@ -538,8 +526,9 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         if qualified is None and attribute is not None and self._library_checkpoint(node, attribute):
             return
         key = self.collector.key
-        if self._main_only() is not None and _first_party(self.context, self.collector.call_target):
-            _add(self.facts.guarded_calls, key, self.collector.call_target)
+        target = self.collector.call_target(node)
+        if self._main_only() is not None and _first_party(self.context, target):
+            _add(self.facts.guarded_calls, key, target)
         if qualified is not None:
             captured = CAPTURES.get(qualified)
             if captured is not None:
@@ -557,7 +546,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         if self.frames[-1].loops and node.args:
             self._loop_seed(node, qualified, attribute)
         if node.args and qualified not in CAPTURES:
-            target = self.collector.call_target  # the summary collector visited this call first
+            target = self.collector.call_target(node)
             if _first_party(self.context, target):
                 self._handed(node, target)
 
@@ -610,7 +599,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             if receiver is not None:
                 _add(self.facts.loop_seeds, key, GENERATOR + receiver)
         else:
-            target = self.collector._target(node.func, qualified)
+            target = self.collector.target_of(node.func, qualified)
             if target:
                 _add(self.facts.loop_seeds, key, CALL + target)
 
@@ -620,7 +609,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         for library in accelerators():
             if attribute not in (library.save_state, library.load_state):
                 continue
-            if self.collector._accelerator_on_cpu(node.func.value, library) is None:
+            if self.collector.accelerator_on_cpu(node.func.value, library) is None:
                 continue
             spelled = dotted_name(node.func) or attribute
             if attribute == library.load_state:
@@ -783,7 +772,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
         for call in calls.calls:
             if self.context.call_name(call) in CAPTURES:
                 continue
-            target = self.collector._target(call.func)
+            target = self.collector.target_of(call.func)
             if target:
                 names = [d for d in (dotted_name(arg.value) for arg in call.args if not arg.star) if d]
                 site.helper_calls.append((target, names))
@@ -865,7 +854,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
             site.line, site.column, site.end_line, site.end_column = line, column + 1, end_line, end_column + 1
             site.start_offset, site.end_offset = context.node_offsets(node)
             if not key_taken:
-                site.entry = self._entry_edit(node, display, item_name, site.quote)
+                site.entry = entry_edit(context, node, display, item_name, site.quote)
         for guard, node, display in self._guards:
             line, column, _, _ = context.node_range(node)
             guard.line = line
@@ -890,108 +879,7 @@ class ResumeCollector(cst.BatchableCSTVisitor):
                 load.indent = text[:column]
                 load.restore_offset = context.lines.offset(end_line + 1, 0)
         if facts_.checkpoints or facts_.wrapped:
-            offset = context.after_imports_offset()
-            following = context.text[offset:]
-            facts_.helper_offset = offset
-            facts_.helper_blank_after = following[: len(following) - len(following.lstrip("\r\n"))].count("\n")
-            facts_.helper_at_eof = offset == len(context.text) and bool(context.text) and not context.text.endswith(("\n", "\r"))
-            facts_.helper_at_end = not following.strip()
-            for module, alias in (("random", None), ("numpy", "np")):
-                edit = context.import_edit(module, None, alias)
-                if edit is not None:
-                    facts_.import_edits[module] = (edit.start, edit.content)
-
-    def _exploded(self, display: cst.BaseExpression, entry: str, indent: str) -> str:
-        """The dict display (or `dict(...)` call) one entry per line (with a trailing comma), `entry` last."""
-        context = self.context
-        inner = indent + context.module.default_indent
-        newline = context.newline
-        codes = [_code(context, e.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for e in _elements(display)]
-        lines = [inner + code + "," + newline for code in codes]
-        opening, closing = ("{", "}") if type(display) is cst.Dict else (_code(context, display.func) + "(", ")")
-        return opening + newline + "".join(lines) + inner + entry + "," + newline + indent + closing
-
-    def _entry_edit(
-        self, call: cst.Call, display: cst.BaseExpression, item_name: Optional[str], quote: str
-    ) -> Optional[EntryEdit]:
-        """Where `"rng_state": <call>` goes: an item assignment before the save, or one more
-        entry of the dict display (`rng_state=<call>` of a `dict(...)` call), in its own layout."""
-        context = self.context
-        lines = context.lines
-        newline = context.newline
-        key = f"{quote}{KEY}{quote}"
-        if item_name is not None:
-            line, column, _, _ = context.node_range(call)
-            prefix = lines.line_text(line)[:column]
-            if prefix.strip():
-                return None  # the save shares its line with other code
-            start = lines.offset(line, 0)
-            return EntryEdit([(start, start, f"{prefix}{item_name}[{key}] = {VALUE}{newline}")])
-        elements = _elements(display)
-        if not elements or any(type(e) is cst.Arg and e.star for e in elements):
-            return None  # `dict(**base, ...)`: a `rng_state` in it is not visible
-        last = elements[-1]
-        entry = f"{key}: {VALUE}" if type(display) is cst.Dict else f"{KEY}={VALUE}"
-        line, column, end_line, _ = context.node_range(display)
-        last_line, last_column, last_end_line, last_end_column = context.node_range(last)
-        value_end = lines.offset(last_end_line, last_end_column)
-        trailing = type(last.comma) is cst.Comma
-        if end_line == line:
-            # One line: one more entry before the closing brace, or one entry per line when
-            # that passes the line length (as a formatter would lay it out).
-            text = lines.line_text(line)
-            # Columns left for the call once `, "rng_state": ` is in (VALUE stands for the call).
-            room = context.settings.line_length - len(text) - len(", ") - len(entry) + len(VALUE)
-            edit = EntryEdit([(value_end, value_end, ", " + entry)], room=room)
-            start, end = context.node_offsets(display)
-            prefix = text[:column]
-            after = text[end - lines.offset(line, 0) :].strip()
-            indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
-            if _NAME_BINDING_RE.match(prefix) and not after:
-                # `checkpoint = {...}` alone on its line: one entry per line, as black and ruff
-                # format lay out a dict that no longer fits (the trailing commas keep it so).
-                edit.wide = [(start, end, self._exploded(display, entry, indent))]
-            elif any(arg.value is display for arg in call.args) and not any(arg.star for arg in call.args):
-                # `torch.save({...}, path)` alone on its lines: one argument per line, and the
-                # dict one entry per line.
-                call_line, call_column, call_end_line, call_end_column = context.node_range(call)
-                call_prefix = lines.line_text(call_line)[:call_column]
-                call_after = lines.line_text(call_end_line)[call_end_column:].strip()
-                call_start, call_end = context.node_offsets(call)
-                alone = not call_prefix.strip() and (not call_after or call_after.startswith("#"))
-                # The call is rewritten: not when that would drop a comment inside it.
-                if alone and "#" not in context.text[call_start:call_end]:
-                    inner = call_prefix + context.module.default_indent
-                    arguments = [
-                        self._exploded(display, entry, inner)
-                        if arg.value is display
-                        else _code(context, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-                        for arg in call.args
-                    ]
-                    opening = _code(context, call.func) + "("
-                    body = "".join(inner + argument + "," + newline for argument in arguments)
-                    edit.wide = [(call_start, call_end, opening + newline + body + call_prefix + ")")]
-            return edit
-        last_text = lines.line_text(last_line)
-        indent = last_text[:last_column]
-        if indent.strip():
-            # Several entries share the last entry's line: one more after it on that line, or on a
-            # line of its own below them (at the first one's column) when that passes the line length.
-            first_column = min(context.node_range(e)[1] for e in elements if context.node_range(e)[0] == last_line)
-            own = "".join(c if c == "\t" else " " for c in last_text[:first_column])
-            room = context.settings.line_length - len(last_text) - len(", ") - len(entry) + len(VALUE)
-            # Before the last entry's comma, if any: it then ends the new line.
-            wide = [(value_end, value_end, "," + newline + own + entry)]
-            return EntryEdit([(value_end, value_end, ", " + entry)], room=room, wide=wide)
-        closing_line = end_line
-        if closing_line > last_end_line:
-            # The closing brace on a line of its own: a line after the last entry's.
-            after_last = lines.offset(last_end_line + 1, 0)
-            if trailing:
-                return EntryEdit([(after_last, after_last, indent + entry + "," + newline)])
-            return EntryEdit([(value_end, value_end, ","), (after_last, after_last, indent + entry + newline)])
-        # The brace closes on the last entry's line (`"b": 2}`): a new line before it.
-        return EntryEdit([(value_end, value_end, "," + newline + indent + entry)])
+            place_helpers(context, facts_)
 
 
 def _only_returns(statements) -> bool:
@@ -1011,10 +899,6 @@ def _is_early(node: cst.If) -> bool:
     return node.orelse is None and main_process_test(node.test) is False
 
 
-def _code(context: "FileContext", node: cst.CSTNode) -> str:
-    return context.module.code_for_node(node).strip()
-
-
 def _optimizer_item(value: cst.BaseExpression) -> bool:
     """`checkpoint["optimizer"]`, `state.get("optim_state")`: an item whose key names an optimizer."""
     key = None
@@ -1023,11 +907,6 @@ def _optimizer_item(value: cst.BaseExpression) -> bool:
     elif type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get" and value.args:
         key = literal(value.args[0].value)
     return isinstance(key, str) and "optim" in key.lower()
-
-
-def _elements(display: cst.BaseExpression) -> List[Any]:
-    """A dict display's elements, a `dict(...)` call's arguments."""
-    return list(display.elements) if type(display) is cst.Dict else list(display.args)
 
 
 def _dict_call(node: cst.Call, context: "FileContext") -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -128,6 +128,40 @@ from torchdet_lint.model.summary import (
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
 
+# A file that mentions none of these (nor what the rules declare, `BaseRule.prefilter_words`)
+# holds no summary fact and no finding of any file rule, so it is never parsed (the byte scan
+# is far cheaper than a LibCST parse).
+SUMMARY_WORDS = (
+    "torch",
+    "random",
+    "numpy",
+    "DataLoader",
+    "lightning",
+    "transformers",
+    "accelerate",
+    "PYTHONHASHSEED",
+    "mmengine",
+    "CUBLAS",
+    "seed",
+    "Dataset",
+    "load_state_dict",
+    # Process starts: a launcher that only imports
+    # `multiprocessing` starts a spawned entry point, reported at its `Process(...)`.
+    "multiprocessing",
+    "ProcessPool",
+    # A launcher that hands the training to a job (submitit) holds that job's fixes.
+    "submitit",
+    # Objects built from names (hydra, hyperpyyaml, dnnlib, importlib, jsonargparse): a launcher
+    # that only instantiates a configured trainer mentions no torch word, and its reach is
+    # what the run does.
+    "instantiate",
+    "hyperpyyaml",
+    "_by_name",
+    "import_module",
+    "_target_",
+    "class_path",
+    "locate",
+)
 _ENVIRON_CALLS = frozenset({"os.environ.setdefault", "os.environ.update"})
 
 
@@ -142,6 +176,21 @@ def is_main_guard(node: cst.If) -> bool:
     return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
         literal(s) == "__main__" for s in sides if isinstance(s, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+class _CallFacts(NamedTuple):
+    """One call as every part of `SummaryCollector.visit_Call` reads it."""
+
+    node: cst.Call
+    func: cst.BaseExpression
+    qualified: Optional[str]
+    attribute: Optional[str]  # `x.attribute(...)`: exact type tests, this is a hot path
+    function: FunctionSummary
+    seen: Set[str]
+    index: int  # the call's number in the file, for `site`
+    target: Optional[str]
+    loader: Optional[str]  # the name read as a DataLoader's (a DataLoader subclass of this file too)
+    site: Callable[[str], Site]
 
 
 class SummaryCollector(cst.BatchableCSTVisitor):
@@ -168,7 +217,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         )
         self.calls_seen = 0
         self.assigns_seen = 0
-        self.call_target: Optional[str] = None  # the target of the call visited last
+        # Per node, memoised: what `call_target` and `def_key` answer, whichever collector of the
+        # shared walk asks first (the summary collector itself, or a fact collector).
+        self._call_targets: Dict[int, Optional[str]] = {}
+        self._def_keys: Dict[int, str] = {}
         self._imports_taken = 0
         self.pending: List[Tuple[Any, str, int]] = []  # (object with a `line`, "call" | "assign", index)
         # The function key stack: (key, class name, calls seen, local variable types).
@@ -376,11 +428,46 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.class_stack.pop()
 
+    # -- what the fact collectors of the walk ask (`BaseRule.collectors`) --------------------------
+    def call_target(self, node: cst.Call) -> Optional[str]:
+        """The target a call records (`FunctionSummary.calls`): a qualified name, or ".name" for
+        this file's own code; None for a builtin or what cannot be named. Asked before or after
+        this collector visits the call, the answer is the same (read off the enclosing state)."""
+        key = id(node)
+        if key not in self._call_targets:
+            self._call_targets[key] = self._target(node.func, self.context.call_name(node))
+        return self._call_targets[key]
+
+    def def_key(self, node: cst.FunctionDef) -> str:
+        """The key of the function a `def` makes (a method of a class defined in a function
+        or the main block is part of that code: its key is the enclosing one). The same answer
+        before or after this collector visits the `def`."""
+        key = id(node)
+        if key not in self._def_keys:
+            name = node.name.value
+            if len(self.keys) == 1 and not self.in_main:
+                class_name = self.class_stack[-1] if self.class_stack else None  # every class here is named
+                self._def_keys[key] = f"{class_name}.{name}" if class_name else name
+            elif self.class_stack and self.class_stack[-1] is None:
+                self._def_keys[key] = self.key
+            else:
+                self._def_keys[key] = f"{self.key}.<locals>.{name}"
+        return self._def_keys[key]
+
+    def target_of(self, node: cst.CSTNode, qualified: Any = NOT_LITERAL) -> Optional[str]:
+        """A call target or reference (`call_target`'s answer for any name or attribute)."""
+        return self._target(node, qualified)
+
+    def accelerator_on_cpu(self, receiver: cst.BaseExpression, library: Any) -> Optional[bool]:
+        """`_accelerator_on_cpu`, for the fact collectors."""
+        return self._accelerator_on_cpu(receiver, library)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         name = node.name.value
+        def_key = self.def_key(node)
         if len(self.keys) == 1 and not self.in_main:
             class_name = self.class_stack[-1] if self.class_stack else None  # every class here is named
-            key = f"{class_name}.{name}" if class_name else name
+            key = def_key
             if class_name:
                 self.summary.classes[class_name].methods.append(name)
                 if name == "__init__":
@@ -406,7 +493,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             # A nested function runs when it is called (a decorator's wrapper may never be):
             # a key of its own, reached through calls of its name in the enclosing code.
             outer = self.key
-            key = f"{outer}.<locals>.{name}"
+            key = def_key
             self.nested.setdefault(outer, {})[name] = key
             self.summary.function(key)
             self.keys.append((key, self.keys[-1][1], set(), {**self.keys[-1][3], **self._annotated_parameters(node)}))
@@ -747,25 +834,52 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     # -- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        """What a call tells, one part per kind of fact (in this order), over one reading of the
+        call (`_CallFacts`)."""
+        call = self._call_facts(node)
+        self._call_graph(call)
+        self._training(node, call.qualified, call.attribute, call.function, call.site)
+        self._named_objects(node, call.qualified, call.attribute, call.function, call.seen, call.site)
+        self._draws(call)
+        self._seeding(call)
+        self._cuda_work(call)
+        self._cudnn_choices(call)
+        self._operations(call)
+        self._data_loading(call)
+
+    def _call_facts(self, node: cst.Call) -> "_CallFacts":
         func = node.func
-        function = self.function
-        seen = self.keys[-1][2]
         qualified = self.context.call_name(node)
-        target = self.call_target = self._target(func, qualified)  # the ResumeCollector reads it next
-        if target:
-            function.add_call(target, seen)
-            if node.args and self._first_party(target):
-                self._call_flags(node, target, function)
-            if self._first_party(target):
-                self.construction_depths[id(node)] = self._branch_depth()
         index = self.calls_seen
         self.calls_seen += 1
 
         def site(text: str) -> Site:
             return self._located(Site(0, text), "call", index)
 
-        # Exact type tests in this hot path (LibCST's classes are ABCs: a failing isinstance() is slow).
-        attribute = func.attr.value if type(func) is cst.Attribute else None
+        return _CallFacts(
+            node,
+            func,
+            qualified,
+            func.attr.value if type(func) is cst.Attribute else None,
+            self.function,
+            self.keys[-1][2],
+            index,
+            self.call_target(node),
+            # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
+            qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node),
+            site,
+        )
+
+    def _call_graph(self, call: "_CallFacts") -> None:
+        """Calls, references and process starts: the edges of the call graph, with the registries,
+        `set_epoch` receivers and options the project phase follows."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
+        if target:
+            function.add_call(target, seen)
+            if node.args and self._first_party(target):
+                self._call_flags(node, target, function)
+            if self._first_party(target):
+                self.construction_depths[id(node)] = self._branch_depth()
         if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
             self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
         if attribute == "load_state_dict" and qualified is None:
@@ -814,7 +928,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         for arg in node.args:
             value = arg.value
             if value is started:
-                continue  # runs in another process: a spawned entry point, not a call (RULES.md)
+                continue  # runs in another process, with fresh RNG states: a spawned entry point, not a call
             if type(value) is cst.Name or type(value) is cst.Attribute:
                 reference = self._target(value)
                 if reference and binds_arguments:
@@ -847,12 +961,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if attribute is not None and qualified is None and attribute not in COMMON_METHODS:
             for made in self._receiver_makers(func.value):
                 function.add_call(f"{made}.{attribute}", seen)
-        self._training(node, qualified, attribute, function, site)
-        self._named_objects(node, qualified, attribute, function, seen, site)
-        # RNG draws
+
+    def _draws(self, call: "_CallFacts") -> None:
+        """Draws from a global RNG (a shuffling DataLoader, a module built with random weights)."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         kind = draw_kind(qualified, node, self.context)
-        # A DataLoader subclass of this file is a DataLoader (`InfiniteDataLoader(ds, shuffle=True)`).
-        loader = qualified if qualified is not None or type(func) is not cst.Name else loader_name(self.context, node)
         if kind == "torch" and qualified in self.facts.torch_modules and self.context.scopes.skips_init:
             kind = None  # `with torch.device("meta"):` and the like build modules without drawing weights
         if kind is None and type(func) is cst.Subscript and builds_from_module_dict(self.context.qualified_name(func.value)):
@@ -884,7 +997,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     sites.append(site(f"`{_spelling(func)}(...)`"))
         if not function.does_more and not _seeding_body_call(qualified, attribute, self.facts, self.config_helpers):
             function.does_more = True
-        # seeding and determinism
+
+    def _seeding(self, call: "_CallFacts") -> None:
+        """Seeding, determinism and the other covers a call sets (table helpers, config `seed-functions`)."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if qualified is not None:
             helper = self.facts.helpers.get(qualified)
             covered = helper_covers(helper, node) if helper is not None else self.config_helpers.get(qualified)
@@ -911,7 +1027,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if any(canonical(m).split(".")[0] == required for m in self.resolver.imported_modules):
                 for kind_covered in covered:
                     function.add_cover(kind_covered, site(f"`{_spelling(func)}(...)`"))
-        # CUDA work
+
+    def _cuda_work(self, call: "_CallFacts") -> None:
+        """CUDA work, and the first call that may move the work to a device."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if attribute == "cuda" and qualified is None:
             self._cuda(function, site(f"`{_spelling(func)}()`"))
         elif attribute == "to" and qualified is None:
@@ -927,13 +1046,19 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             and self._may_move(node, qualified, attribute)
         ):
             function.moves = site(f"`{_spelling(func)}(...)`")
-        # convolutions and explicit cuDNN benchmark choices (TDL406)
+
+    def _cudnn_choices(self, call: "_CallFacts") -> None:
+        """Convolutions and explicit cuDNN benchmark choices (TDL406)."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if qualified is not None:
             if CONVOLUTION_RE.match(qualified):
                 function.add_cover("convolution", site(f"`{_spelling(func)}(...)`"))
             elif qualified in BENCHMARK_SETTINGS and find_arg(node, "benchmark") is not None:
                 function.add_cover("cudnn-benchmark", site(f"`{_spelling(func)}(benchmark=...)`"))
-        # catalog operations (TDL302), from the ops family when it is installed
+
+    def _operations(self, call: "_CallFacts") -> None:
+        """Catalog operations (TDL302), from the ops family when it is installed."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if self.context.imports_torch:
             if len(function.ops) < 4 * MAX_SITES:
                 for match in match_operations(self.context, node):
@@ -957,7 +1082,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         _add_op(function.ops, found, not match_operations(self.context, node, assume_no_grad=True))
                     break
             self._raising(node, function, index)
-        # DataLoaders for TDL102, and every data-loading call (the report's `dataloaders` check)
+
+    def _data_loading(self, call: "_CallFacts") -> None:
+        """DataLoaders (TDL102), every data-loading call (the report's `dataloaders` check), and
+        worker init functions."""
+        node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if (qualified in DATA_LOADING or is_dataloader(loader)) and len(function.loading) < MAX_SITES:
             function.loading.append(site(f"`{_spelling(func)}(...)`"))
         if is_dataloader(loader):
@@ -1110,7 +1239,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         elif (
             attribute in BUILD_METHODS
             and qualified is None
-            and self.call_target is None
+            and self.call_target(node) is None
             and not self._receiver_makers(node.func.value)
         ):
             # `cfg.build()` on a value of unknown class (the project phase keeps it unresolved only
@@ -1451,7 +1580,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def _inductor_variable(self, variable: Any, value: Optional[cst.BaseExpression], kind: str) -> None:
         """TORCHINDUCTOR_DETERMINISTIC=1 set before torch is imported turns Inductor's deterministic
-        mode on (RULES.md, "Compiled code"): the variable is read when Inductor's config is imported."""
+        mode on: the variable is read when Inductor's config is imported."""
         setting = inductor_facts().deterministic
         if variable != setting.env or value is None or literal(value) != "1":
             return
@@ -1507,7 +1636,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         """A device that is CUDA: a string naming it (also in `"cuda" if ... else "cpu"`), a
         `torch.device(...)` of one, or a name, `self.<attr>` or attribute chain bound to one in
         this function (or, for a name, at module level). A `torch.device` object alone runs
-        nothing (RULES.md, "Catalog and evidence"): what uses it is the work."""
+        nothing: what uses it is the work."""
         if mentions_cuda(node):
             return True
         if depth > 3:

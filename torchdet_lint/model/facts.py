@@ -473,7 +473,7 @@ def reexported_torch(context: Any, qualified: Optional[str], candidates) -> Opti
     """The torch name among `candidates` that a first-party name may stand for: one with the same
     last name (`pkg.sampler.SubsetRandomSampler` for `torch.utils.data.SubsetRandomSampler`), as
     a module of the project that imports it re-exports it. Only the project phase can tell
-    (`Project.external_name`): a finding that relies on it carries `KEPT_IF_REEXPORTED`."""
+    (`Project.external_name`): a finding that relies on it leaves the pair for its rule's `refine` to decide."""
     if not qualified or qualified.split(".", 1)[0] not in context.first_party:
         return None
     if qualified in candidates or is_dataloader(qualified):
@@ -492,8 +492,8 @@ def _has_generator(call: cst.Call, name: str, context: Any = None) -> bool:
 
 @lru_cache(maxsize=1)
 def dataloader_classes() -> Dict[str, bool]:
-    """DataLoader and the third-party subclasses the catalog lists (PyG, DGL; RULES.md
-    "Third-party libraries"): qualified name -> whether DataLoader's positional
+    """DataLoader and the third-party subclasses the catalog lists (PyG, DGL):
+    qualified name -> whether DataLoader's positional
     parameters are theirs too (otherwise only keyword arguments are read)."""
     from torchdet_lint.core.catalog import load_catalog  # the catalog is data of the same layer
 
@@ -672,7 +672,7 @@ CUDA_NOT_WORK = frozenset(
         "utilization",
         "get_rng_state",
         "get_rng_state_all",
-        # Housekeeping that runs no kernel (RULES.md "Decisions from real repositories").
+        # Housekeeping that runs no kernel, so no nondeterministic one.
         "synchronize",
         "empty_cache",
         "reset_peak_memory_stats",
@@ -684,7 +684,7 @@ CUDA_NOT_WORK = frozenset(
         "ipc_collect",
         # Version queries (`torch.cuda.nccl.version()`).
         "version",
-        # Housekeeping (RULES.md, "Catalog and evidence"): choosing a device, streams and events,
+        # Housekeeping: choosing a device, streams and events,
         # and `torch.cuda.device(...)` objects, which run no kernel of the program's.
         "set_device",
         "current_stream",

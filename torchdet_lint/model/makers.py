@@ -2,7 +2,8 @@
 (`TrainLoop(...)` in `TrainLoop(...).run_loop()`, `self.sampler` bound to `sampler or
 create_sampler(...)`, a trainer handed to `executor.submit`, a `return`), or a member of
 a registry (`return _MODELS[name]`). Read in the
-shared walk from the bindings seen so far; bounded (RULES.md, "Reach also follows").
+shared walk from the bindings seen so far; bounded, so that a long chain of rebindings costs
+little and an unresolved one is left unknown.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ COMMON_METHODS = frozenset(
 )
 
 # Methods of `nn.Module` (and of tensors) that return the object itself: `Net().to(device)`,
-# `Net().cuda().eval()` and `model = model.half()` still hold the `Net` (RULES.md, "Reach also follows").
+# `Net().cuda().eval()` and `model = model.half()` still hold the `Net`, so reach follows them.
 SELF_RETURNING = frozenset("to cuda cpu half float double bfloat16 train eval requires_grad_ to_empty share_memory".split())
 
 

@@ -69,7 +69,7 @@ class ModuleIndex:
 
         A package that re-exports a name of its submodule under the submodule's own name
         (`from .LSTM import LSTM` in `models/__init__.py`) rebinds `models.LSTM` to that
-        object (RULES.md, "More decisions from the second sample"): `models.LSTM` is the class
+        object, as Python binds it at import: `models.LSTM` is the class
         of `models/LSTM.py`, not the module."""
         key = (importer, name) if exports else (importer, name, False)
         if key in self._cache:

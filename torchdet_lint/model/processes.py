@@ -1,5 +1,5 @@
 """Process boundaries: which calls start a function in a new Python process, and
-with which start method (RULES.md, "Process boundaries"). A spawned process
+with which start method. A spawned process
 starts with fresh RNG states and default flags; a forked one copies the
 parent's, and a thread shares them.
 """

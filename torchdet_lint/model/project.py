@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, 
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import canonical
 from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.named import CONFIG, DYNAMIC, IMPORT, MAX_DYNAMIC_CANDIDATES, METHOD, MODULE, NAMED, yaml_targets
@@ -118,7 +119,7 @@ class EntryPoint:
     path: str
     reason: str  # "main block", "__main__.py", "notebook", "configured", "script", "spawned"
     summary: FileSummary
-    # A spawned entry point (RULES.md, "Process boundaries"): the call that starts the process
+    # A spawned entry point (its process starts with fresh RNG states): the call that starts the process
     # (in `path`), the entry point that runs that call, and the functions started.
     spawn: Optional[Spawn] = None
     parent: Optional["EntryPoint"] = None
@@ -748,7 +749,7 @@ class Project:
         if function is not None:
             for call in function.calls:
                 targets.extend(self.resolve(display, call))
-            # RULES.md "Reach": a first-party function passed by name to a call (`launch(main, ...)`,
+            # A first-party function passed by name to a call (`launch(main, ...)`,
             # `Thread(target=worker)`) runs; a class passed by name is not instantiated by that.
             for reference in function.references:
                 callee = function.reference_callees.get(reference)
@@ -1073,6 +1074,14 @@ class Project:
             self._optional_seeds = {seed for summary in self.summaries.values() for seed in summary.optional_seeds}
         return name in self._optional_seeds
 
+    def analysed_line(self, diagnostic: Diagnostic) -> int:
+        """A file finding's line in the analysed text (a notebook's joined cells), as the
+        summaries' spans count; a notebook's finding is placed in its cell already."""
+        source = self.sources.get(diagnostic.path)
+        if diagnostic.cell is not None and source is not None:
+            return LineIndex(source.text).position(diagnostic.start_offset)[0]
+        return diagnostic.line
+
     def condition_can_hold(self, display: str, line: int, backward: bool, cuda: bool) -> bool:
         """Whether an operation's condition at `display:line` can hold in some run: one that reaches
         it trains (for a condition in the backward pass) and may use CUDA (for a CUDA-only one); or
@@ -1092,8 +1101,8 @@ class Project:
         return node not in self._condition_nodes[(False, False)] or node in self._condition_nodes[key]
 
     def deterministic_mode_enabled(self) -> bool:
-        """RULES.md: one entry point that enables the flag silences TDL201 project-wide
-        (library code included); with no entry point, nothing enables it."""
+        """One entry point that enables the flag silences TDL201 project-wide (library code
+        included: it runs under that flag); with no entry point, nothing enables it."""
         return any("deterministic" in self.entry_reach(entry).covers for entry in self.runs)
 
     def covered_where_reached(self, display: str, line: int, kinds: Iterable[str]) -> bool:
@@ -1137,7 +1146,7 @@ class Project:
             for name, function in summary.functions.items():
                 if "." in name or name.startswith(("_", "<")) or (display, name) in configured:
                     continue
-                # RULES.md, "More decisions from the second sample": a helper is named for seeding and
+                # A seeding helper a fix may call is named for seeding and
                 # lives outside the tests (a `main()` that seeds before spawning is not one).
                 # Its body does nothing but seed, set flags, log and handle its arguments, and it lives
                 # outside every entry-point script.

@@ -203,7 +203,7 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
                 self._test(enclosing, node)
         else:
             self._position_keywords(node, name)
-            target = self.collector.call_target
+            target = self.collector.call_target(node)
             if target and (target.startswith(".") or target.split(".", 1)[0] in self.context.first_party):
                 for enclosing in self._enclosing():
                     enclosing.calls.append((target, node))

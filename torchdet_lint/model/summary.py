@@ -6,7 +6,7 @@ traversal; `scan.py` fills it for a file the pre-filter skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.model.checkpoints import ResumeFacts
@@ -52,7 +52,7 @@ class Site:
 
 @dataclass
 class Spawn:
-    """A call that starts a function in a new process (RULES.md, "Process boundaries")."""
+    """A call that starts a function in a new process (which starts with fresh RNG states)."""
 
     target: str  # the function started: a qualified name, or ".name" of this file
     method: str  # `processes.SPAWN`, or `processes.DEFAULT` (a boundary after `set_start_method("spawn")`)
@@ -119,10 +119,10 @@ class FunctionSummary:
     unresolved: List[Site] = field(default_factory=list)
     spawns: List[Spawn] = field(default_factory=list)  # functions started in new processes from here
     # A call that is not seeding, a flag setting, logging or argument handling: not a seeding helper
-    # a fix may call (RULES.md, "More decisions from the second sample").
+    # a fix may call (calling one that does more would change what the program does).
     does_more: bool = False
     # First-party calls whose result a `return` hands back (`return UniformSampler(d)`): what a
-    # method called on this function's result runs (RULES.md, "Reach also follows").
+    # method called on this function's result runs.
     returns: List[str] = field(default_factory=list)
 
     def add_call(self, target: str, seen: Set[str]) -> None:
@@ -310,6 +310,9 @@ class FileSummary:
     # Loops over loaders, skips and restored positions (TDL010); orders the ranks share (TDL011).
     resume_data: Optional["ResumeDataFacts"] = None
     rank_order: Optional["RankOrderFacts"] = None
+    # The facts of other collectors the rules declare (`BaseRule.collectors`), by collector name:
+    # a new collector keeps its facts here, so adding one needs no field above.
+    facts: Dict[str, Any] = field(default_factory=dict)
 
     def function(self, key: str) -> FunctionSummary:
         summary = self.functions.get(key)

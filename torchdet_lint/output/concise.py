@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchdet_lint.output.context import fixable, location_prefix
+from torchdet_lint.output.render_context import fixable, location_prefix
 
 
 def render(diagnostics, context) -> str:

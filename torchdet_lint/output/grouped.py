@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from torchdet_lint.output.context import fixable
+from torchdet_lint.output.render_context import fixable
 
 
 def render(diagnostics, context) -> str:

@@ -1,6 +1,6 @@
 """The report's three forms: a terminal table (coloured as the diagnostics are),
 a Markdown table for `$GITHUB_STEP_SUMMARY` and pull-request comments, and
-JSON following INTERFACE.md's schema.
+JSON for tools (the same checks, statuses and evidence as the table).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The scorecard of each entry point: will this training run reproduce? One
 status per check (`ok`, `missing`, `not-needed`) with its evidence, read off
 the same run as `check` (its project model and its diagnostics), so the two
-agree by construction (INTERFACE.md, "Reproducibility report").
+agree by construction.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.checks.seeding.rank_order import distributed_setup, draws_reached
-from torchdet_lint.checks.seeding.resume_data import resumes
+from torchdet_lint.checks.seeding.rank_divergent_order import distributed_setup, draws_reached
+from torchdet_lint.checks.seeding.resume_replays_data import resumes
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.checkpoints import load_node, optimizer_loads

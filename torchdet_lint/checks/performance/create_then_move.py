@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from torchdet_lint.checks.performance.common import (
+from torchdet_lint.checks.performance.call_readings import (
     PERFORMANCE,
     device_like,
     may_name,

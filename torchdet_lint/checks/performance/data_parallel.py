@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchdet_lint.checks.performance.common import (
+from torchdet_lint.checks.performance.call_readings import (
     PERFORMANCE,
     may_name,
 )

@@ -6,7 +6,7 @@ from typing import Dict, Iterator, List, Optional
 
 import libcst as cst
 
-from torchdet_lint.checks.performance.common import (
+from torchdet_lint.checks.performance.call_readings import (
     PERFORMANCE,
     may_name,
     string_value,

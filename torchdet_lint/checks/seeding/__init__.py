@@ -7,19 +7,19 @@ and orders the ranks of a distributed run draw differently (project rules).
 One module per rule (TDL001-TDL003 share one).
 """
 
-from torchdet_lint.checks.seeding.checkpoint_rng import CheckpointWithoutRngState
-from torchdet_lint.checks.seeding.functional_dropout import FunctionalDropoutAlwaysOn
-from torchdet_lint.checks.seeding.pythonhashseed import IneffectivePythonHashSeed
-from torchdet_lint.checks.seeding.rank_order import RankDivergentOrder
-from torchdet_lint.checks.seeding.resume_data import ResumeReplaysData
-from torchdet_lint.checks.seeding.rng_object import UnseededRngObject
-from torchdet_lint.checks.seeding.seed_after_use import SeedAfterRngUse
+from torchdet_lint.checks.seeding.checkpoint_without_rng_state import CheckpointWithoutRngState
+from torchdet_lint.checks.seeding.functional_dropout_always_on import FunctionalDropoutAlwaysOn
+from torchdet_lint.checks.seeding.ineffective_pythonhashseed import IneffectivePythonHashSeed
+from torchdet_lint.checks.seeding.rank_divergent_order import RankDivergentOrder
+from torchdet_lint.checks.seeding.resume_replays_data import ResumeReplaysData
+from torchdet_lint.checks.seeding.seed_after_rng_use import SeedAfterRngUse
 from torchdet_lint.checks.seeding.unseeded_global_rng import (
     UnseededNumpyRandom,
     UnseededPythonRandom,
     UnseededTorch,
 )
-from torchdet_lint.checks.seeding.unstable_seed import UnstableSeedValue
+from torchdet_lint.checks.seeding.unseeded_rng_object import UnseededRngObject
+from torchdet_lint.checks.seeding.unstable_seed_value import UnstableSeedValue
 
 __all__ = [
     "UnseededTorch",

@@ -80,10 +80,9 @@ def spawned_guard(project: Project, entry: EntryPoint, insertion: Insertion, kin
 
 
 def _seed_expression(project: Project, entry: EntryPoint, insertion: Insertion, needed: List[str]) -> Tuple[str, str]:
-    """The seed the inserted lines use, and the test that guards them (RULES.md, "Process
-    boundaries"): in a spawned function, the parent's own seed expression (`args.seed`) when
-    the names it uses are bound there, with the parent's guard (`if args.seed is not None:`);
-    else config `seed`."""
+    """The seed the inserted lines use, and the test that guards them: in a spawned function,
+    the parent's own seed expression (`args.seed`) when the names it uses are bound there, with
+    the parent's guard (`if args.seed is not None:`); else config `seed`."""
     default = str(project.settings.seed)
     if insertion.names is None:
         return default, ""
@@ -115,7 +114,7 @@ def _helper_call(
     scripts = {other.path for other in project.entry_points if other.path != entry.path}
     for (display, name), reach in project.seeding_helpers():
         if display in scripts:
-            continue  # importing another script of the project would run it (RULES.md)
+            continue  # importing another script of the project would run it
         covered = {kind for kind in RNG_KINDS if kind in reach.covers}
         if not set(needed) <= covered:
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from torchdet_lint.checks.insertions import import_edit, merge_edits
-from torchdet_lint.checks.performance.common import (
+from torchdet_lint.checks.performance.call_readings import (
     PERFORMANCE,
 )
 from torchdet_lint.core.diagnostics import Applicability, Edit, Fix

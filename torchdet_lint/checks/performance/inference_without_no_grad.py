@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.performance.common import (
+from torchdet_lint.checks.performance.call_readings import (
     PERFORMANCE,
     call_attr,
 )

@@ -70,8 +70,7 @@ class UnorderedFileListing(Rule):
     it, `list(...)`, a list it is added to with `+=` or `.extend(...)`, as
     yolov5 gathers `f += glob.glob(...)`): it counts as sorted when what it flows into reaches
     `sorted(...)` / `.sort()`, and as order-free when it only reaches `len`,
-    `set`, `in`, `any`, `all`, `max`, `min` or `sum` (RULES.md, "Decisions
-    from real repositories"); those are not reported.
+    `set`, `in`, `any`, `all`, `max`, `min` or `sum`; those are not reported.
 
     ## Fix safety
     Safe: wraps the listing in `sorted(...)` (`sorted(..., key=lambda entry:

@@ -6,12 +6,16 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.core.diagnostics import SILENCED_BY_SET_EPOCH
+from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import arg_value, dotted_name, literal, opaque_keywords
 from torchdet_lint.core.rule import Rule
 from torchdet_lint.model.facts import is_dataloader, loader_name
 
 _SAMPLER_KEYWORDS = frozenset({"sampler", "batch_sampler"})
+# `Diagnostic.extra` key: how the sampler may be named in another file, as (names it leaves its
+# function under, functions returning it alone, the same two for the loader built with it); a
+# `.set_epoch(` elsewhere in the project on such a receiver silences it (`refine` decides).
+SILENCED_BY_SET_EPOCH = "silenced_by_set_epoch"
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
@@ -24,8 +28,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     Any `.set_epoch(` in the file on the sampler's name, or on an attribute
     chain ending in `.sampler` (`loader.sampler.set_epoch(epoch)`), counts.
-    The epoch loop often lives in another module than the loader's builder
-    (RULES.md, "Catalog and evidence"): a `.set_epoch(` in another file of
+    The epoch loop often lives in another module than the loader's builder:
+    a `.set_epoch(` in another file of
     the project counts for the samplers its receiver can be. That is a name
     the sampler leaves its function under (the name it is returned as, the
     name or keyword it is passed under, the attribute it is stored in:
@@ -54,6 +58,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     """
 
     code = "TDL105"
+    refined_by = SILENCED_BY_SET_EPOCH
     name = "distributed-sampler-without-set-epoch"
     summary = "a shuffling `DistributedSampler` whose `set_epoch` is never called repeats one order every epoch"
     trigger_words = ("DistributedSampler",)
@@ -70,6 +75,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         ),
         "from torch.utils.data.distributed import DistributedSampler\nsampler = DistributedSampler(ds, shuffle=False)\n",
     )
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
+        return [d for d in diagnostics if not _epoch_set_elsewhere(project, d)]
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -191,3 +200,27 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 f"shuffling `DistributedSampler` and {subject} is never called: every epoch repeats the same order",
                 extra=extra,
             )
+
+
+def _epoch_set_elsewhere(project, diagnostic: Diagnostic) -> bool:
+    """The epoch loop often lives in another module than the sampler's builder. A `.set_epoch(`
+    of another file tells a sampler its epoch when its receiver can be that sampler: a name the
+    sampler leaves its function under (returned, passed, stored in an attribute), a name bound to
+    a call of a function that returns it alone, or `<loader>.sampler` for such a name of the
+    loader built with it."""
+    leaves = diagnostic.extra.get(SILENCED_BY_SET_EPOCH)
+    if not leaves:
+        return False
+    names, functions, loader_names, loader_functions = leaves
+    for display, summary in project.summaries.items():
+        if display == diagnostic.path:
+            continue  # the file's own calls were read by the rule, name by name
+        for receiver, origin in summary.set_epoch:
+            parts = receiver.split(".")
+            called = origin.rsplit(".", 1)[-1] if origin else ""  # `sampler = build_sampler(...)`
+            if parts[-1] in names or (len(parts) == 1 and called in functions):
+                return True
+            if len(parts) >= 2 and parts[-1] == "sampler":
+                if parts[-2] in loader_names or (len(parts) == 2 and called in loader_functions):
+                    return True
+    return False

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
-from torchdet_lint.core.diagnostics import DRAW_PLACEHOLDER, KEPT_IF_FIRST_PARTY_DRAWS
+from torchdet_lint.checks.dataloader.generator_fix import runs_in_loader_worker, seeded_in_worker
+from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
 from torchdet_lint.model.facts import (
@@ -29,6 +29,12 @@ MAX_SEED_SOURCES = 16  # expressions a seed is followed through (names, a few st
 _FIRST_PARTY = "first-party"  # calls of another module's code, which may build a module
 RNG_WORDS = {"torch": "torch", "random": "Python's `random`", "numpy": "NumPy's global RNG"}
 MAX_DRAWS = 8  # draws remembered per generator and body, before its first seed
+# `Diagnostic.extra` key: first-party calls made before the seed, as (call target, spelling, line:
+# a number, or `cell N, line M` in a notebook); the finding stands only if one of them builds a
+# module that draws from torch (a first-party class, or what a first-party factory returns).
+# `refine` decides, and names the call in the message in place of `DRAW_PLACEHOLDER`.
+KEPT_IF_FIRST_PARTY_DRAWS = "kept_if_first_party_draws"
+DRAW_PLACEHOLDER = "<first-party draw>"
 
 
 def seeding_covers(context, call: cst.Call, qualified: Optional[str]) -> frozenset:
@@ -95,6 +101,7 @@ class SeedAfterRngUse(Rule):
     """
 
     code = "TDL004"
+    refined_by = KEPT_IF_FIRST_PARTY_DRAWS
     name = "seed-after-rng-use"
     summary = "a seeding call comes after the program already drew from that generator"
     bad = (
@@ -105,6 +112,19 @@ class SeedAfterRngUse(Rule):
         "import torch\nfrom torch import nn\n\ntorch.manual_seed(0)\nmodel = nn.Linear(4, 2)\n",
         "import torch\n\ntorch.manual_seed(0)\na = torch.randn(2)\ntorch.manual_seed(0)\nb = torch.randn(2)\n",
     )
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
+        return [d for d in diagnostics if _late_build(project, d) is not None]
+
+    @classmethod
+    def relabel_lines(cls, diagnostic: Diagnostic, line_label: Callable[[int], str]) -> None:
+        """The candidates' lines, as `refine` names them in the message (maybe from the cache)."""
+        built = diagnostic.extra.get(KEPT_IF_FIRST_PARTY_DRAWS) if diagnostic.extra else None
+        if built:
+            diagnostic.extra[KEPT_IF_FIRST_PARTY_DRAWS] = [
+                (target, spelling, line_label(line) if isinstance(line, int) else line) for target, spelling, line in built
+            ]
 
     @classmethod
     def words(cls, settings) -> Tuple[str, ...]:
@@ -167,7 +187,7 @@ class SeedAfterRngUse(Rule):
                 )
             elif "torch" in covers and drawn.get(_FIRST_PARTY):
                 # Another module's class or factory: whether it builds a module that draws is the
-                # project's to say (RULES.md, "Catalog and evidence").
+                # project's to say (the rule's "Known problems").
                 built = [
                     (target, dotted_name(call.func) or target, self.context.node_range(call)[0])
                     for call, target in drawn[_FIRST_PARTY]
@@ -289,3 +309,17 @@ def _within(node: cst.CSTNode, tree: cst.CSTNode) -> bool:
             return True
         stack.extend(current.children)
     return False
+
+
+def _late_build(project, diagnostic: Diagnostic) -> Optional[Diagnostic]:
+    """A seed after building a first-party module that draws from torch, named in the message;
+    dropped when none of the calls before it does."""
+    candidates = diagnostic.extra.get(KEPT_IF_FIRST_PARTY_DRAWS)
+    if not candidates:
+        return diagnostic
+    for target, spelling, line in candidates:
+        if project.builds_drawing_module(diagnostic.path, target):
+            where = line if isinstance(line, str) else f"line {line}"  # a notebook's cell line, placed already
+            diagnostic.message = diagnostic.message.replace(DRAW_PLACEHOLDER, f"`{spelling}(...)` ({where})")
+            return diagnostic
+    return None

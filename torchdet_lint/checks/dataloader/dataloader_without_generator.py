@@ -6,10 +6,9 @@ from typing import Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import TIED, generator_fix
-from torchdet_lint.core.diagnostics import KEPT_IF_REEXPORTED
+from torchdet_lint.checks.dataloader.generator_fix import KEPT_IF_REEXPORTED, TIED, SeededGeneratorRule, generator_fix
 from torchdet_lint.core.names import arg_value, find_arg, opaque_keywords
-from torchdet_lint.core.rule import FixAvailability, Rule, last_names
+from torchdet_lint.core.rule import FixAvailability, last_names
 from torchdet_lint.model.facts import (
     DATALOADER,
     LOADER_SUBCLASS,
@@ -23,7 +22,7 @@ from torchdet_lint.model.facts import (
 )
 
 
-class DataLoaderWithoutGenerator(Rule):
+class DataLoaderWithoutGenerator(SeededGeneratorRule):
     """
     ## Why is this bad?
     A shuffling `DataLoader` without `generator=` draws its order (and the

@@ -9,14 +9,14 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from torchdet_lint.checks.insertions import merge_edits
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
+from torchdet_lint.model.checkpoint_edits import KEY, VALUE
 from torchdet_lint.model.checkpoints import (
     CALL,
     GENERATOR,
-    KEY,
     STATE_KINDS,
-    VALUE,
     CheckpointSite,
     OptimizerLoad,
+    ResumeCollector,
     ResumeFacts,
     load_node,
     optimizer_loads,
@@ -242,6 +242,7 @@ class CheckpointWithoutRngState(ProjectRule):
     """
 
     code = "TDL008"
+    collectors = (ResumeCollector,)
     name = "checkpoint-without-rng-state"
     summary = "a resumable run saves a checkpoint with the optimizer state but without the states of the RNGs it draws from"
     fix_availability = FixAvailability.UNSAFE

@@ -8,9 +8,16 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.rule import ProjectRule
-from torchdet_lint.model.checkpoints import CheckpointSite, ResumeFacts, load_node, optimizer_loads, wrapped_checkpoints
+from torchdet_lint.model.checkpoints import (
+    CheckpointSite,
+    ResumeCollector,
+    ResumeFacts,
+    load_node,
+    optimizer_loads,
+    wrapped_checkpoints,
+)
 from torchdet_lint.model.project import Located, Node, Project
-from torchdet_lint.model.resume_data import BatchLoop, Place, ResumeDataFacts
+from torchdet_lint.model.resume_data import BatchLoop, Place, ResumeDataCollector, ResumeDataFacts
 from torchdet_lint.model.summary import Site
 
 # How far a first-party call in the loop body is followed to a save (`self.save_checkpoint()` ->
@@ -162,6 +169,7 @@ class ResumeReplaysData(ProjectRule):
     """
 
     code = "TDL010"
+    collectors = (ResumeCollector, ResumeDataCollector)
     name = "resume-replays-data"
     summary = "a run resumes from a checkpoint saved mid-epoch and starts the epoch's batches again"
     bad = (

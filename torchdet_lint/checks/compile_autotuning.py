@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from torchdet_lint.checks.ops import enables_deterministic_mode
-from torchdet_lint.core.diagnostics import SILENCED_BY_REACHED_COVERS, Applicability, FixBuilder
+from torchdet_lint.core.diagnostics import Applicability, Diagnostic, FixBuilder
 from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal
 from torchdet_lint.core.rule import FixAvailability, Rule
 from torchdet_lint.core.settings import Settings
@@ -54,6 +54,11 @@ def _dict_items(node: Optional[cst.BaseExpression]) -> Optional[List[Tuple[str, 
             if isinstance(key, str):
                 items.append((key.replace("-", "_"), element.value))
     return items
+
+
+# `Diagnostic.extra` key: cover kinds (a list) any of which, in every entry point that reaches
+# the finding, silences it (Inductor's deterministic mode on there); `refine` decides.
+SILENCED_BY_REACHED_COVERS = "silenced_by_reached_covers"
 
 
 class _Finding:
@@ -167,6 +172,7 @@ class CompileAutotuning(Rule):
     """
 
     code = "TDL306"
+    refined_by = SILENCED_BY_REACHED_COVERS
     name = "compile-autotuning"
     summary = (
         'Inductor autotuning (`mode="max-autotune"`, `max_autotune`, ...) picks kernels by timing, '
@@ -192,6 +198,11 @@ class CompileAutotuning(Rule):
         ),
         'import torch\n\nmodel = torch.compile(torch.nn.Linear(4, 4), mode="reduce-overhead")\n',
     )
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
+        """Dropped where every entry point that reaches the finding turns the mode on."""
+        return [d for d in diagnostics if not _covered_where_reached(project, d)]
 
     @classmethod
     def words(cls, settings: Settings) -> Tuple[str, ...]:
@@ -379,8 +390,8 @@ class CompileAutotuning(Rule):
             return
         before_torch = not any(m == "torch" or m.startswith("torch.") for m in self.context.resolver.imported_modules)
         if setting.role == DETERMINISTIC:
-            # Read when torch._inductor.config is first imported (RULES.md: set before torch is
-            # imported), together with every variable set before that.
+            # Read when torch._inductor.config is first imported, so it counts only when set before
+            # torch is imported, together with every variable set before that.
             self.deterministic_variable = True
             if before_torch:
                 self._deterministic_mode_set()
@@ -520,3 +531,10 @@ def facts_table(facts: InductorFacts) -> str:
     if facts.flag_notes:
         lines += ["", facts.flag_notes]
     return "\n".join(lines)
+
+
+def _covered_where_reached(project, diagnostic: Diagnostic) -> bool:
+    kinds = diagnostic.extra.get(SILENCED_BY_REACHED_COVERS)
+    if not kinds:
+        return False
+    return project.covered_where_reached(diagnostic.path, project.analysed_line(diagnostic), kinds)

@@ -7,7 +7,7 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.performance.common import (
+from torchdet_lint.checks.performance.call_readings import (
     PERFORMANCE,
     may_name,
     torch_module_name,

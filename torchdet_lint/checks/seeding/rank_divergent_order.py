@@ -11,7 +11,7 @@ from torchdet_lint.checks.insertions import RANK_PARAMETERS, merge_edits, spawne
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.core.rule import FixAvailability, ProjectRule
 from torchdet_lint.model.project import EntryPoint, Located, Node, Project
-from torchdet_lint.model.rank_order import DISTRIBUTED, HELPER, OrderDraw, RankOrderFacts, SeedUse
+from torchdet_lint.model.rank_order import DISTRIBUTED, HELPER, OrderDraw, RankOrderCollector, RankOrderFacts, SeedUse
 from torchdet_lint.model.ranks import DISTRIBUTED_SETUP, RANK_NAMES
 from torchdet_lint.model.summary import Site
 
@@ -112,6 +112,7 @@ class RankDivergentOrder(ProjectRule):
     """
 
     code = "TDL011"
+    collectors = (RankOrderCollector,)
     name = "rank-divergent-order"
     summary = "in a distributed run, an order every rank must share is drawn differently on each rank"
     fix_availability = FixAvailability.UNSAFE

@@ -6,9 +6,9 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.dataloader.common import runs_in_loader_worker, seeded_in_worker
-from torchdet_lint.checks.seeding.rng_object import SEED_KEYWORDS
-from torchdet_lint.checks.seeding.seed_after_use import seeding_covers
+from torchdet_lint.checks.dataloader.generator_fix import runs_in_loader_worker, seeded_in_worker
+from torchdet_lint.checks.seeding.seed_after_rng_use import seeding_covers
+from torchdet_lint.checks.seeding.unseeded_rng_object import SEED_KEYWORDS
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
 from torchdet_lint.model.facts import config_helpers, draw_kind, facts
@@ -98,7 +98,7 @@ class UnstableSeedValue(Rule):
     question (is `g` seeded?), not this rule's.
 
     `hash(...)` counts only when the hashed value can hold a `str` or `bytes`
-    (RULES.md, "More decisions from the second sample"): `hash((epoch, step))`
+    (only those are salted per process): `hash((epoch, step))`
     over loop counters (`range`, enumerate's index), ints, arithmetic on them,
     `len(...)`/`int(...)` results, `.item()`/`.numel()` results, or
     parameters annotated `int`/`float` (also `Optional[int]`, `Union[int,

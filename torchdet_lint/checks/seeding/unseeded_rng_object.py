@@ -7,13 +7,16 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.core.call_edits import with_first_argument
-from torchdet_lint.core.diagnostics import SILENCED_BY_SEEDING_CONSTRUCTOR, Applicability, FixBuilder
+from torchdet_lint.core.diagnostics import Applicability, Diagnostic, FixBuilder
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
 from torchdet_lint.model.parameters import none_by_default
 
 _SEEDABLE = {"torch.Generator": None, "numpy.random.default_rng": 0, "numpy.random.RandomState": 0, "random.Random": 0}
 SEED_KEYWORDS = {"numpy.random.default_rng": "seed", "numpy.random.RandomState": "seed", "random.Random": "x"}
+# `Diagnostic.extra` key: the first-party constructors the RNG object is handed to, as (call
+# target, keyword, position); one that seeds that parameter itself silences it (`refine` decides).
+SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
 
 
 class UnseededRngObject(Rule):
@@ -62,6 +65,7 @@ class UnseededRngObject(Rule):
     """
 
     code = "TDL005"
+    refined_by = SILENCED_BY_SEEDING_CONSTRUCTOR
     name = "unseeded-rng-object"
     summary = "an RNG object is created without a seed and never seeded"
     trigger_words = last_names(_SEEDABLE)
@@ -76,6 +80,15 @@ class UnseededRngObject(Rule):
         "import torch\ng = torch.Generator()\ng.manual_seed(0)\n",
         "import torch\ng = torch.Generator().manual_seed(0)\n",
     )
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
+        """Handed to a first-party constructor that seeds it itself, the object is seeded."""
+        return [
+            d
+            for d in diagnostics
+            if not any(project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ())
+        ]
 
     def __init__(self, context) -> None:
         super().__init__(context)

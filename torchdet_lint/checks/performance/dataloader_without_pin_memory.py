@@ -7,7 +7,7 @@ from typing import List
 
 import libcst as cst
 
-from torchdet_lint.checks.performance.common import (
+from torchdet_lint.checks.performance.call_readings import (
     PERFORMANCE,
     call_attr,
     device_like,
