@@ -79,6 +79,15 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
+def last_part(node: cst.BaseExpression) -> Optional[str]:
+    """`x` for `x` and for `a.b.x`: the name a value is spelled with last; None for other expressions."""
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute:
+        return node.attr.value
+    return None
+
+
 def _module_name_of(node: Union[cst.Attribute, cst.Name]) -> str:
     return dotted_name(node) or ""
 

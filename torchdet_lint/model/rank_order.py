@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchdet_lint.core.names import arg_value, dotted_name
+from torchdet_lint.core.names import arg_value, dotted_name, last_part
 from torchdet_lint.model.ranks import DISTRIBUTED_SETUP, RANK_NAMES, rank_variable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,7 +149,7 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
 
     # -- where we are ------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        bases = {_last(arg.value) for arg in node.bases if arg.keyword is None}
+        bases = {last_part(arg.value) for arg in node.bases if arg.keyword is None}
         # A class named like a sampler is one when it yields an order as torch's samplers do
         # (`__iter__`): a diffusion `ScheduleSampler` draws each rank's own timesteps, no order.
         named = node.name.value.endswith("Sampler") and _defines(node, "__iter__")
@@ -177,18 +177,18 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
-        if len(node.targets) == 1 and type(value) is cst.Call and _last(value.func) == HELPER and len(value.args) == 1:
+        if len(node.targets) == 1 and type(value) is cst.Call and last_part(value.func) == HELPER and len(value.args) == 1:
             target = dotted_name(node.targets[0].target)
             if target is not None and target == dotted_name(value.args[0].value):
                 self._shared_names.add((self.collector.key, target))
 
     def leave_Call(self, original_node: cst.Call) -> None:
-        if _last(original_node.func) == HELPER:
+        if last_part(original_node.func) == HELPER:
             self._shared -= 1
 
     # -- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        if _last(node.func) == HELPER:
+        if last_part(node.func) == HELPER:
             self._shared += 1  # the fix's own broadcast: what it wraps is shared already
             return
         if self._shared:
@@ -251,7 +251,7 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
         if generator is None:
             return  # TDL104's
         initial = _find_call(generator, lambda call: self.context.call_name(call) == "torch.initial_seed")
-        if initial is None or _find_call(generator, lambda call: _last(call.func) == HELPER) is not None:
+        if initial is None or _find_call(generator, lambda call: last_part(call.func) == HELPER) is not None:
             return
         draw = OrderDraw("split", key, 0, 0, 0, 0, 0, 0, _code(self.context, node), "torch")
         self._draws.append((draw, node, initial))
@@ -261,7 +261,7 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
         func = node.func
         orders = (
             qualified in ORDER_SEEDED
-            or (_last(func) or "").endswith("Sampler")
+            or (last_part(func) or "").endswith("Sampler")
             or (type(func) is cst.Attribute and func.attr.value == "manual_seed" and qualified not in SEEDINGS)
         )
         if not orders:
@@ -339,14 +339,6 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
                 facts.import_edit = (edit.start, edit.content)
 
 
-def _last(node: cst.BaseExpression) -> Optional[str]:
-    if type(node) is cst.Name:
-        return node.value
-    if type(node) is cst.Attribute:
-        return node.attr.value
-    return None
-
-
 def _code(context: "FileContext", node: cst.CSTNode) -> str:
     return context.module.code_for_node(node).strip()
 
@@ -359,7 +351,7 @@ def _seed_name(value: cst.BaseExpression) -> Optional[str]:
 
 def _mentions_rank(node: cst.BaseExpression) -> bool:
     """An expression that uses a rank (`args.seed + rank`, `seed + dist.get_rank()`)."""
-    found = _find(node, lambda n: type(n) in (cst.Name, cst.Attribute) and _last(n) in RANK_NAMES)
+    found = _find(node, lambda n: type(n) in (cst.Name, cst.Attribute) and last_part(n) in RANK_NAMES)
     return found is not None
 
 

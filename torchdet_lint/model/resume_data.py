@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchdet_lint.core.names import arg_value, dotted_name, literal
+from torchdet_lint.core.names import arg_value, dotted_name, last_part, literal
 from torchdet_lint.model.checkpoints import STATEFUL_LOADERS
 from torchdet_lint.model.facts import is_dataloader
 
@@ -154,7 +154,7 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
             orelse, orelse_skips = self._loader(node.orelse, depth + 1)
             return body or orelse, body_skips or orelse_skips
         if kind is cst.Call:
-            name = _last(node.func)
+            name = last_part(node.func)
             if name in SKIPS and node.args:
                 loader, _ = self._loader(node.args[0].value, depth + 1)
                 return loader, loader is not None
@@ -180,7 +180,7 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
     # -- calls -----------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        name = _last(func)
+        name = last_part(func)
         loop = self._loop()
         if name == "next" and type(func) is cst.Name and node.args and loop is not None and loop.loader is None:
             loader, skips = self._loader(node.args[0].value)
@@ -291,14 +291,6 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
         return facts
 
 
-def _last(node: cst.BaseExpression) -> Optional[str]:
-    if type(node) is cst.Name:
-        return node.value
-    if type(node) is cst.Attribute:
-        return node.attr.value
-    return None
-
-
 def _code(context: "FileContext", node: cst.CSTNode) -> str:
     return context.module.code_for_node(node).strip()
 
@@ -334,6 +326,6 @@ def _fast_forward(node: cst.For) -> bool:
             return False
         for small in statement.body:
             value = small.value if type(small) in (cst.Expr, cst.Assign) else None
-            if type(value) is not cst.Call or _last(value.func) != "next":
+            if type(value) is not cst.Call or last_part(value.func) != "next":
                 return False
     return True
