@@ -49,7 +49,8 @@ def pytest_collection_modifyitems(config, items):
     """Without `--full`, the slow tier is left out: the default `pytest` is the inner loop."""
     tests = Path(__file__).resolve().parent
     for item in items:
-        where = Path(str(item.path)).resolve().relative_to(tests).as_posix()
+        path = Path(str(item.path)).resolve()
+        where = path.relative_to(tests).as_posix() if path.is_relative_to(tests) else ""
         if where.startswith(SLOW_FILES):
             item.add_marker(pytest.mark.slow)
     if config.getoption("--full") or config.getoption("-m"):
