@@ -101,19 +101,35 @@ def run_cli(
     return process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
 
 
-def cli_in_process(*args: str, cwd: Path) -> Tuple[int, str, str]:
-    """The command line's `main` in this process, from `cwd`: (exit code, stdout, stderr). For
-    tests that run it many times on small projects; what only a real process shows (start-up,
-    signals, the console) stays with `run_cli`."""
+def cli_in_process(*args: str, cwd: Path, env: Optional[dict] = None) -> Tuple[int, str, str]:
+    """The command line's `main` in this process, from `cwd`, with `env` added to the environment
+    and colour off as `run_cli` has it: (exit code, stdout, stderr). For tests that run it many
+    times on small projects; what only a real process shows (start-up, signals, stdin, the
+    console, `--jobs` workers) stays with `run_cli`."""
     out, err = io.StringIO(), io.StringIO()
     previous = os.getcwd()
+    changes = {"NO_COLOR": "1", "FORCE_COLOR": None, **(env or {})}
+    saved = {name: os.environ.get(name) for name in changes}
+    _set_environment(changes)
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
+            try:
+                code = main(list(args))
+            except SystemExit as stop:  # argparse's --help and usage errors
+                code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
     finally:
         os.chdir(previous)
+        _set_environment(saved)
     return code, out.getvalue(), err.getvalue()
+
+
+def _set_environment(values: dict) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _kill_session(process: subprocess.Popen) -> None:

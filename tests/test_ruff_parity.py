@@ -9,7 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import cli_in_process as run_cli  # in process: this file runs the command line ~70 times
 
 from torchdet_lint import __version__
 from torchdet_lint.checks import all_rules
