@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import lint_json, run_cli
+from conftest import cli_in_process as run_cli  # in process: many short runs on small projects
+from conftest import lint_json
 
 HAZARD = "import torch\ntorch.backends.cudnn.benchmark = True\ntorch.use_deterministic_algorithms(True, warn_only=True)\n"
 
