@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import ROOT
+from conftest import ROOT, cli_in_process
 
 from torchdet_lint.docs import render_readme
 
@@ -81,3 +81,10 @@ def test_extras_entry_points_and_hook_ids_the_docs_name_exist() -> None:
     hooks = {hook["id"] for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
     named = set(re.findall(r"- id: ([\w-]+)", docs))
     assert named and named <= hooks, named - hooks
+
+
+def test_the_quick_start_says_what_the_example_reports() -> None:
+    stated = int(re.search(r"it reports (\d+) findings", " ".join(README.split())).group(1))
+    code, out, err = cli_in_process("examples/", "--no-cache", cwd=ROOT)
+    assert code == 1, err
+    assert f"Found {stated} errors." in out, out
