@@ -575,6 +575,24 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     the argument is unknown as before. A function defined in the branch runs
     later and is not narrowed.
 
+    Values decided by every caller: when the argument that could select the
+    raising kernel is a parameter of a module-level function
+    (`def resize(x, mode="nearest"): F.interpolate(x, mode=mode)`), or an
+    attribute that the class's `__init__` sets once from a parameter and
+    nothing else sets (`self.mode = mode`, then `F.embedding_bag(...,
+    mode=self.mode)` in `forward`), its values are the parameter's default
+    plus what every call or construction in the project passes, by keyword or
+    position, followed through a caller that passes its own parameter on
+    (with that parameter's default and callers). When none of them selects
+    the raising kernel the finding is dropped; one call passing
+    `mode="max"` keeps it. The values stay unknown, and the finding stands,
+    when a call passes a non-literal or a `*args`/`**kwargs` splat (a
+    `**dd` of a dict display with string keys passes just those keys), when
+    nothing in the project calls it, when the function or class is used
+    otherwise than called (handed to another call, stored in a registry, a
+    `functools.partial`, named by a string), when a subclass has its own
+    `__init__` or sets the attribute, or when a method sets it again.
+
     Inside a backward formula an operation runs without a backward of its
     own, so only its forward conditions count (a `torch.gather` there is no
     `gather` backward; a `torch.histc` there still raises): the `forward`,

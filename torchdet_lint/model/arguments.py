@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -88,14 +88,19 @@ def parameter_table(node: cst.FunctionDef, method: bool) -> Dict[str, Tuple[Opti
     return table
 
 
-def call_arguments(call: cst.Call, parameters: Dict[str, Tuple[Optional[int], Any]]) -> Tuple[Tuple[str, Any], ...]:
+def call_arguments(
+    call: cst.Call, parameters: Dict[str, Tuple[Optional[int], Any]], bound: Callable[[str], List[Any]]
+) -> Tuple[Tuple[str, Any], ...]:
     """A call's arguments as the summary keeps them; `parameters` are the calling function's (a name
-    among them is passed on, unless the project finds it rebound: see `Passed`)."""
+    among them is passed on, unless the project finds it rebound: see `Passed`). A `**name` splat of
+    a name `bound` only to a dict display with string keys (`dd = {"device": device}`) passes those
+    keywords; any other splat may pass anything."""
     found: List[Tuple[str, Any]] = []
     position = 0
     for arg in call.args:
         if arg.star:
-            found.append((STAR, OPEN))
+            keywords = _dict_keys(arg, bound)
+            found.extend((key, OPEN) for key in keywords) if keywords is not None else found.append((STAR, OPEN))
             continue
         if arg.keyword is not None:
             key = arg.keyword.value
@@ -109,6 +114,24 @@ def call_arguments(call: cst.Call, parameters: Dict[str, Tuple[Optional[int], An
         else:
             found.append((key, plain_literal(value)))
     return tuple(found)
+
+
+def _dict_keys(arg: cst.Arg, bound: Callable[[str], List[Any]]) -> Optional[List[str]]:
+    if arg.star != "**" or type(arg.value) is not cst.Name:
+        return None
+    values = bound(arg.value.value)
+    if not values:
+        return None
+    keys: List[str] = []
+    for value in values:
+        if type(value) is not cst.Dict:
+            return None
+        for element in value.elements:
+            key = literal(element.key) if type(element) is cst.DictElement else None
+            if not isinstance(key, str):
+                return None
+            keys.append(key)
+    return keys
 
 
 def ast_call_arguments(call: "ast.Call") -> Tuple[Tuple[str, Any], ...]:

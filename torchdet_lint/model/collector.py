@@ -733,7 +733,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if len(calls) >= MAX_ARGUMENT_CALLS:
             return
         table, recorded = self.argument_frames[-1]
-        arguments = call_arguments(node, table)
+        arguments = call_arguments(node, table, self.context.scopes.values)
         if any(isinstance(value, Passed) for _, value in arguments):
             recorded.append((target, len(calls)))
         calls.append((self.key, arguments))

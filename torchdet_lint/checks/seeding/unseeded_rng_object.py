@@ -47,8 +47,12 @@ class UnseededRngObject(Rule):
     else None)`), a name given `None` in some branch of the function (`if
     seed < 0: seed = None`), or a parameter that defaults to `None` and is
     passed on (`def make(seed=None): return default_rng(seed)`) unless the
-    function has callers in its file and all of them pass a seed that is not
-    `None` (a caller in another file is not followed). An object handed to a first-party constructor that seeds that
+    function has callers and all of them pass a seed that is not `None`: in
+    its file, or, for a module-level function, anywhere in the project (by
+    keyword or position, also through a caller that passes its own
+    parameter on). One call that leaves the default, a non-literal argument
+    that is not such a parameter, a splat, or the function handed on or
+    stored (its callers are out of sight) keeps the finding. An object handed to a first-party constructor that seeds that
     parameter itself (`.manual_seed(...)`/`.seed(...)` on the parameter in
     `__init__`, or on the attribute `__init__` stores it in, in any method of
     the class or its bases, such as a sampler's `__iter__` seeding from
