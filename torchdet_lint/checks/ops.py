@@ -21,12 +21,21 @@ from torchdet_lint.core.catalog import (
     Catalog,
     Operation,
     load_catalog,
+    same_value,
     version_text,
 )
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import find_arg, literal
-from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations, match_third_party
+from torchdet_lint.core.operations import (
+    OperationMatch,
+    backward_only_module,
+    match_operations,
+    match_third_party,
+    matches_assuming,
+)
 from torchdet_lint.core.rule import Rule
+from torchdet_lint.model.arguments import attribute_values, parameter_values
+from torchdet_lint.model.parameters import passed_parameter
 
 _FLAG_CALL = "`torch.use_deterministic_algorithms(True)`"
 
@@ -94,6 +103,16 @@ KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
 # the condition needs a CUDA device, so the finding stands only where a reaching run may use one
 # (or no run reaches it).
 KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
+# the condition hangs on one argument that is a parameter of the enclosing module-level function, or
+# an attribute its class's `__init__` sets from a parameter: the finding stands unless a value that
+# selects the raising kernel can reach it from the project's callers. The value: {"source":
+# ("param", function, parameter) or ("attr", class, attribute), "probes": [(value, raises)],
+# "other": whether a value none of the probes equals raises}.
+DECIDED_BY_CALLERS = "decided_by_what_callers_pass"
+# Condition kinds whose answer for a literal depends only on which catalog value it equals (or on
+# its being None): a value is judged by the probe it equals, or by the "other" probe.
+_PROBED_KINDS = frozenset({"in", "not-in", "given", "absent", "tensor", "not-names"})
+_OTHER = "\x00a value no condition names"
 
 
 class _AutogradAware(Rule):
@@ -164,6 +183,49 @@ class _AutogradAware(Rule):
                 found.append((node, chosen))
         self.undecided = []
         return found
+
+
+_CONDITIONS: dict = {}
+
+
+def _probe_values(matches: List[OperationMatch]) -> Optional[List[Any]]:
+    """The literal values the conditions of the matched operations name, and None: each stands
+    for every literal equal to it, `_OTHER` for the rest. None when a condition also looks at
+    something else than equality (a length, the functions called)."""
+    if not _CONDITIONS:
+        for operation in load_catalog().operations:
+            _CONDITIONS[operation.id] = [c for case in operation.cases for c in case.when] + [
+                c for form in operation.forms for c in form.when
+            ]
+    values: List[Any] = [None]
+    for match in matches:
+        for condition in _CONDITIONS.get(match.op_id, ()):
+            if condition.kind not in _PROBED_KINDS:
+                return None
+            for value in condition.values:
+                if not any(same_value(value, v) for v in values):
+                    values.append(value)
+    return values
+
+
+def _callers_rule_out(project, diagnostic: Diagnostic) -> bool:
+    decided = diagnostic.extra.get(DECIDED_BY_CALLERS)
+    if not decided:
+        return False
+    kind, owner, name = decided["source"]
+    if kind == "param":
+        values = parameter_values(project, diagnostic.path, owner, name)
+    else:
+        values = attribute_values(project, diagnostic.path, owner, name)
+    if values is None:
+        return False
+    for value in values:
+        answer = next((raises for probe, raises in decided["probes"] if same_value(probe, value)), None)
+        if answer is None:
+            answer = decided["other"]
+        if answer:
+            return False
+    return True
 
 
 def _condition_can_hold(project, diagnostic: Diagnostic) -> bool:
@@ -513,6 +575,24 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     the argument is unknown as before. A function defined in the branch runs
     later and is not narrowed.
 
+    Values decided by every caller: when the argument that could select the
+    raising kernel is a parameter of a module-level function
+    (`def resize(x, mode="nearest"): F.interpolate(x, mode=mode)`), or an
+    attribute that the class's `__init__` sets once from a parameter and
+    nothing else sets (`self.mode = mode`, then `F.embedding_bag(...,
+    mode=self.mode)` in `forward`), its values are the parameter's default
+    plus what every call or construction in the project passes, by keyword or
+    position, followed through a caller that passes its own parameter on
+    (with that parameter's default and callers). When none of them selects
+    the raising kernel the finding is dropped; one call passing
+    `mode="max"` keeps it. The values stay unknown, and the finding stands,
+    when a call passes a non-literal or a `*args`/`**kwargs` splat (a
+    `**dd` of a dict display with string keys passes just those keys), when
+    nothing in the project calls it, when the function or class is used
+    otherwise than called (handed to another call, stored in a registry, a
+    `functools.partial`, named by a string), when a subclass has its own
+    `__init__` or sets the attribute, or when a method sets it again.
+
     Inside a backward formula an operation runs without a backward of its
     own, so only its forward conditions count (a `torch.gather` there is no
     `gather` backward; a `torch.histc` there still raises): the `forward`,
@@ -644,13 +724,90 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
         "import torch\n\ndef count(x):\n    return torch.bincount(x)\n",
     )
 
+    @classmethod
+    def needs_project(cls, diagnostic: Diagnostic) -> bool:
+        return super().needs_project(diagnostic) or bool(diagnostic.extra.get(DECIDED_BY_CALLERS))
+
+    @classmethod
+    def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
+        """A "may raise" whose argument is decided by the project's callers stands only where one of
+        the values they can pass selects the raising kernel."""
+        kept = [d for d in diagnostics if not _callers_rule_out(project, d)]
+        return super().refine(kept, project)
+
     def __init__(self, context) -> None:
         super().__init__(context)
         self.losses: List[cst.Call] = []
+        # The enclosing class and `def`s, outermost first: which summary function a call is in.
+        self.definitions: List[Tuple[str, str]] = []
+        self.decided_by_callers: dict = {}  # id of a call -> its `DECIDED_BY_CALLERS` value
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.definitions.append(("class", node.name.value))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.definitions.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.definitions.append(("def", node.name.value))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.definitions.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
+        # Judged while the walk is at the call (its scope's names), even when reported at the end.
+        decided = self._decided_by_callers(node)
+        if decided is not None:
+            self.decided_by_callers[id(node)] = decided
         if not self._awaits_its_calls(node):
             super().visit_Call(node)
+
+    def extra_for(self, node: cst.Call) -> Optional[dict]:
+        extra = super().extra_for(node) or {}
+        decided = self.decided_by_callers.get(id(node))
+        if decided is not None:
+            extra[DECIDED_BY_CALLERS] = decided
+        return extra or None
+
+    def _raises(self, matches: List[OperationMatch]) -> bool:
+        return any(m.behavior == RAISES and (self.context.strict or not m.strict_only) for m in matches)
+
+    def _decided_by_callers(self, node: cst.Call) -> Optional[dict]:
+        """For a "may raise": the one argument whose values the project's callers decide, with the
+        answer for each value a catalog condition names (see `DECIDED_BY_CALLERS`)."""
+        matches = [m for m in match_operations(self.context, node) if m.behavior == RAISES]
+        if not matches or any(m.certain for m in matches):
+            return None
+        probes = _probe_values(matches)
+        if probes is None:
+            return None
+        kinds = [kind for kind, _ in self.definitions]
+        for arg in node.args:
+            if arg.star:
+                return None
+            source = self._source(arg.value, kinds)
+            if source is None:
+                continue
+            answers = [(value, self._raises(matches_assuming(self.context, node, arg.value, value))) for value in probes]
+            other = self._raises(matches_assuming(self.context, node, arg.value, _OTHER))
+            if all(raises for _, raises in answers) and other:
+                continue  # this argument cannot rule it out
+            return {"source": source, "probes": answers, "other": other}
+        return None
+
+    def _source(self, value: cst.BaseExpression, kinds: List[str]) -> Optional[Tuple[str, str, str]]:
+        if type(value) is cst.Name and kinds == ["def"]:
+            passed = passed_parameter(self.context, value)
+            if passed is not None and not passed[0].method and passed[0].name == self.definitions[0][1]:
+                return ("param", passed[0].name, passed[1])
+        elif (
+            type(value) is cst.Attribute
+            and type(value.value) is cst.Name
+            and value.value.value == "self"
+            and kinds == ["class", "def"]
+        ):
+            return ("attr", self.definitions[0][1], value.attr.value)
+        return None
 
     def _awaits_its_calls(self, node: cst.Call) -> bool:
         """A loss module reported in profile strict only (`nn.CrossEntropyLoss()` bound to a

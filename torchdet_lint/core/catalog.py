@@ -136,6 +136,11 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Two literal values a condition cannot tell apart (`(1, 1)` and `[1, 1]`; `True` is not `1`)."""
+    return _same(_normal(a), _normal(b))
+
+
 def _is_literal(value: Any) -> bool:
     return value is not NOT_LITERAL and value is not UNKNOWN and not isinstance(value, Symbol)
 

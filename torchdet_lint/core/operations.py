@@ -133,10 +133,16 @@ def _index(catalog: Catalog) -> _Index:
 # -- argument values ---------------------------------------------------------------
 
 
+# Argument expressions taken to hold a given value (`matches_assuming`), by id.
+_ASSUMED: Dict[int, Any] = {}
+
+
 def _argument_value(node: cst.BaseExpression, context) -> Any:
     """An argument's value: a literal, a `Symbol` for a qualified name, a `Sized` sequence,
     a `Pattern` for an f-string with literal ends (also through a name bound to one of these
     in this function), else NOT_LITERAL."""
+    if _ASSUMED and id(node) in _ASSUMED:
+        return _ASSUMED[id(node)]
     value = literal(node)
     if value is not NOT_LITERAL:
         return value
@@ -612,6 +618,24 @@ def match_operations(
     no gradient could flow here (the caller decides later whether that holds).
     """
     return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior != IGNORES_FLAG]
+
+
+def matches_assuming(
+    context, call: cst.Call, argument: cst.BaseExpression, value: Any, assume_no_grad: bool = False
+) -> List[OperationMatch]:
+    """`match_operations` as if the argument expression `argument` held `value` (a literal): what
+    the call would do for each value its callers may pass."""
+    matcher = _MATCHERS.get(context)
+    if matcher is not None:
+        matcher.last_call = None
+    _ASSUMED[id(argument)] = value
+    try:
+        return match_operations(context, call, assume_no_grad=assume_no_grad)
+    finally:
+        del _ASSUMED[id(argument)]
+        matcher = _MATCHERS.get(context)
+        if matcher is not None:
+            matcher.last_call = None
 
 
 def match_third_party(

@@ -27,6 +27,15 @@ from torchdet_lint.core.names import (
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
 from torchdet_lint.core.registrations import LIBRARY_METHODS, stores_functions
 from torchdet_lint.core.source import block_top_line
+from torchdet_lint.model.arguments import MAX_CALLS as MAX_ARGUMENT_CALLS
+from torchdet_lint.model.arguments import (
+    Passed,
+    call_arguments,
+    open_rebound,
+    parameter_table,
+    project_directory,
+    rebound_parameters,
+)
 from torchdet_lint.model.facts import (
     BACKWARD_METHODS,
     BENCHMARK_SETTINGS,
@@ -264,6 +273,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.seeded_objects: Set[int] = set()  # ids of constructions whose objects `set_random_state` seeds
         self.seeded_names: Optional[FrozenSet[str]] = None  # names `X` of `X.set_random_state(...)` in the file
         self.accelerators_on_cpu: Dict[str, bool] = {}  # library -> every accelerator the file builds is on the CPU
+        # Per function: its parameter table and the calls recorded with a parameter passed on.
+        self.argument_frames: List[Tuple[Dict[str, Any], List[Tuple[str, int]]]] = [({}, [])]
 
     # -- where we are --------------------------------------------------------------------
     @property
@@ -481,6 +492,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self._decorators(node)
             if class_name:
                 self.function_nodes[key] = node  # a launched object's `__call__` gets its fixes at its top
+            static = any(dotted_name(d.decorator) == "staticmethod" for d in node.decorators)
+            table = parameter_table(node, method=bool(class_name) and not static)
+            self.summary.parameters[key] = table
+            self.argument_frames.append((table, []))
             self.summary.function(key)
             self.keys.append((key, class_name, set(), self._annotated_parameters(node)))
             returned = self._annotation_target(node.returns.annotation) if node.returns is not None else None
@@ -488,6 +503,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self.summary.function(key).returns.append(returned)  # `def build(self) -> Trainer:`
         elif self.class_stack and self.class_stack[-1] is None:
             # A method of a class defined in a function or the main block: part of that code.
+            self.argument_frames.append(({}, []))
             self.keys.append((self.key, self.keys[-1][1], self.keys[-1][2], self.keys[-1][3]))
         else:
             # A nested function runs when it is called (a decorator's wrapper may never be):
@@ -495,6 +511,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             outer = self.key
             key = def_key
             self.nested.setdefault(outer, {})[name] = key
+            self.argument_frames.append(({}, []))
             self.summary.function(key)
             self.keys.append((key, self.keys[-1][1], set(), {**self.keys[-1][3], **self._annotated_parameters(node)}))
         self.bound_expressions.append({})
@@ -542,6 +559,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         """`trainer: Trainer = ...` binds a local of that class; `model: ModelConfig` in a class body
         and `self.trainer: Trainer = ...` in a method, an attribute of it."""
+        if node.value is not None:
+            self._attribute_assignments([node.target], node.value)
         if type(node.target) is cst.Name and self.class_stack and len(self.keys) == 1:
             self._optional_seed(node.target.value, node.value)
         target = self._annotation_target(node.annotation.annotation)
@@ -615,6 +634,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     returns.append(made)
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.argument_frames.append(({}, []))
         if id(node) in self.running_lambdas:
             self.keys.append(self.keys[-1])
         else:
@@ -623,9 +643,18 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.keys.pop()
+        self.argument_frames.pop()
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.keys.pop()
+        table, recorded = self.argument_frames.pop()
+        if recorded:
+            # Only now is the whole body seen: a parameter bound again is not passed on as is.
+            rebound = rebound_parameters(original_node)
+            if rebound:
+                for target, index in recorded:
+                    calls = self.summary.call_arguments[target]
+                    calls[index] = (calls[index][0], open_rebound(list(calls[index][1]), rebound))
         self.bound_expressions.pop()
         self.flag_parameters.pop()
 
@@ -666,6 +695,48 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 key = "**" if arg.star else (arg.keyword.value if arg.keyword is not None else f"#{index}")
                 if key not in passed:
                     passed.append(key)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._attribute_assignments([node.target], None)
+
+    def _attribute_assignments(self, targets: List[cst.BaseExpression], value: Optional[cst.BaseExpression]) -> None:
+        """`self.<attr>` set anywhere in a class but by its `__init__`'s first `self.<attr> = <parameter>`:
+        the attribute's values are not that parameter's alone."""
+        owner = self.summary.classes.get(self.keys[-1][1] or "")
+        if owner is None:
+            return
+        stack = list(targets)
+        while stack:
+            target = stack.pop()
+            if type(target) in (cst.Tuple, cst.List):
+                stack.extend(element.value for element in target.elements)
+                value = None
+                continue
+            if type(target) is cst.StarredElement:
+                stack.append(target.value)
+                continue
+            if type(target) is not cst.Attribute or type(target.value) is not cst.Name or target.value.value != "self":
+                continue
+            attribute = target.attr.value
+            from_parameter = (
+                self.key.endswith(".__init__")
+                and type(value) is cst.Name
+                and value.value in owner.init_parameters
+                and attribute not in owner.attribute_parameters
+            )
+            if not from_parameter and attribute not in owner.reassigned_attributes:
+                owner.reassigned_attributes.append(attribute)
+
+    def _call_arguments(self, node: cst.Call, target: str) -> None:
+        """What a call of a first-party function passes, for the values its parameters can hold."""
+        calls = self.summary.call_arguments.setdefault(target, [])
+        if len(calls) >= MAX_ARGUMENT_CALLS:
+            return
+        table, recorded = self.argument_frames[-1]
+        arguments = call_arguments(node, table, self.context.scopes.values)
+        if any(isinstance(value, Passed) for _, value in arguments):
+            recorded.append((target, len(calls)))
+        calls.append((self.key, arguments))
 
     # -- names ---------------------------------------------------------------------------------
     def _target(self, node: cst.CSTNode, qualified: Any = NOT_LITERAL) -> Optional[str]:
@@ -734,6 +805,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                             value=value, slice=[cst.SubscriptElement(cst.Index(cst.Integer(str(index))))]
                         )
         self._record_rng_assignment(node)
+        self._attribute_assignments([t.target for t in node.targets], value)
         if type(value) is cst.Name and self.keys[-1][1] in self.summary.classes and self.key.endswith(".__init__"):
             owner = self.summary.classes[self.keys[-1][1]]
             for target in node.targets:
@@ -878,6 +950,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.add_call(target, seen)
             if node.args and self._first_party(target):
                 self._call_flags(node, target, function)
+            if self._first_party(target) or project_directory(self.context.settings.root, target):
+                self._call_arguments(node, target)
             if self._first_party(target):
                 self.construction_depths[id(node)] = self._branch_depth()
         if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:

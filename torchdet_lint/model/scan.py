@@ -13,6 +13,8 @@ from torchdet_lint.core.import_header import import_header
 from torchdet_lint.core.names import canonical
 from torchdet_lint.core.registrations import stores_functions
 from torchdet_lint.core.source import LineIndex, block_top_line
+from torchdet_lint.model.arguments import MAX_CALLS as MAX_ARGUMENT_CALLS
+from torchdet_lint.model.arguments import ast_call_arguments
 from torchdet_lint.model.facts import (
     BACKWARD_METHODS,
     COMMAND_RUNNERS,
@@ -571,6 +573,10 @@ class _AstScanner:
                     target = self._typed_method(func, types, class_name)
                 if target:
                     function.add_call(target, seen)
+                    if self._first_party(target):
+                        calls = self.summary.call_arguments.setdefault(target, [])
+                        if len(calls) < MAX_ARGUMENT_CALLS:
+                            calls.append((key, ast_call_arguments(child)))
                 self._dispatch(child, func, target, key, function, seen)
                 if isinstance(func, ast.Attribute) and func.attr == "set_epoch":
                     receiver = _ast_dotted(func.value)

@@ -184,6 +184,9 @@ class ClassSummary:
     # Trainer = ...`, `self.cfg = cfg` for `cfg: Config`): `self.<attr>.build()` runs that class's method.
     attribute_types: Dict[str, str] = field(default_factory=dict)
     seeded_attributes: List[str] = field(default_factory=list)
+    # Attributes set anywhere but by `__init__`'s first `self.<attr> = <parameter>` (another method, a
+    # second assignment, `+=`): their values are not that parameter's alone.
+    reassigned_attributes: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -310,6 +313,11 @@ class FileSummary:
     # Loops over loaders, skips and restored positions (TDL010); orders the ranks share (TDL011).
     resume_data: Optional["ResumeDataFacts"] = None
     rank_order: Optional["RankOrderFacts"] = None
+    # First-party call target -> what each call passes ((calling function, arguments): see
+    # `model.arguments`), and each function's parameters (position, literal default): the values a
+    # parameter can hold over the whole project.
+    call_arguments: Dict[str, List[Tuple[str, Tuple[Tuple[str, Any], ...]]]] = field(default_factory=dict)
+    parameters: Dict[str, Dict[str, Tuple[Optional[int], Any]]] = field(default_factory=dict)
     # The facts of other collectors the rules declare (`BaseRule.collectors`), by collector name:
     # a new collector keeps its facts here, so adding one needs no field above.
     facts: Dict[str, Any] = field(default_factory=dict)

@@ -10,13 +10,17 @@ from torchdet_lint.core.call_edits import with_first_argument
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, FixBuilder
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import FixAvailability, Rule, last_names
-from torchdet_lint.model.parameters import none_by_default
+from torchdet_lint.model.arguments import parameter_values
+from torchdet_lint.model.parameters import none_by_default, passed_parameter
 
 _SEEDABLE = {"torch.Generator": None, "numpy.random.default_rng": 0, "numpy.random.RandomState": 0, "random.Random": 0}
 SEED_KEYWORDS = {"numpy.random.default_rng": "seed", "numpy.random.RandomState": "seed", "random.Random": "x"}
 # `Diagnostic.extra` key: the first-party constructors the RNG object is handed to, as (call
 # target, keyword, position); one that seeds that parameter itself silences it (`refine` decides).
 SILENCED_BY_SEEDING_CONSTRUCTOR = "silenced_by_seeding_constructor"
+# `Diagnostic.extra` key: (function, parameter) when the seed is a module-level function's parameter
+# that defaults to None: silent when every call in the project passes a seed that is not None.
+SILENCED_BY_CALLERS = "silenced_by_callers_passing_a_seed"
 
 
 class UnseededRngObject(Rule):
@@ -43,8 +47,12 @@ class UnseededRngObject(Rule):
     else None)`), a name given `None` in some branch of the function (`if
     seed < 0: seed = None`), or a parameter that defaults to `None` and is
     passed on (`def make(seed=None): return default_rng(seed)`) unless the
-    function has callers in its file and all of them pass a seed that is not
-    `None` (a caller in another file is not followed). An object handed to a first-party constructor that seeds that
+    function has callers and all of them pass a seed that is not `None`: in
+    its file, or, for a module-level function, anywhere in the project (by
+    keyword or position, also through a caller that passes its own
+    parameter on). One call that leaves the default, a non-literal argument
+    that is not such a parameter, a splat, or the function handed on or
+    stored (its callers are out of sight) keeps the finding. An object handed to a first-party constructor that seeds that
     parameter itself (`.manual_seed(...)`/`.seed(...)` on the parameter in
     `__init__`, or on the attribute `__init__` stores it in, in any method of
     the class or its bases, such as a sampler's `__iter__` seeding from
@@ -82,12 +90,18 @@ class UnseededRngObject(Rule):
     )
 
     @classmethod
+    def needs_project(cls, diagnostic: Diagnostic) -> bool:
+        return super().needs_project(diagnostic) or bool(diagnostic.extra.get(SILENCED_BY_CALLERS))
+
+    @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
-        """Handed to a first-party constructor that seeds it itself, the object is seeded."""
+        """Handed to a first-party constructor that seeds it itself, the object is seeded; a `None`
+        default that no call in the project leaves in place is no `None` seed."""
         return [
             d
             for d in diagnostics
             if not any(project.seeds_argument(d.path, *handed) for handed in d.extra.get(SILENCED_BY_SEEDING_CONSTRUCTOR) or ())
+            and not _every_caller_seeds(project, d)
         ]
 
     def __init__(self, context) -> None:
@@ -100,6 +114,9 @@ class UnseededRngObject(Rule):
         # construction) -> (call target, keyword, position).
         self.handed: Dict[object, List[Tuple[str, Optional[str], Optional[int]]]] = {}
         self.none_names: Set[str] = set()
+        # The seed parameter behind the last `None` default found, and each candidate's.
+        self.default_parameter: Optional[Tuple[str, str]] = None
+        self.decided_by_callers: Dict[int, Tuple[str, str]] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call):
@@ -140,9 +157,12 @@ class UnseededRngObject(Rule):
         if qualified != "torch.Generator":
             seed = arg_value(node, SEED_KEYWORDS[qualified], 0)
             if seed is not None and literal(seed) is not None and not self._none(seed):
+                self.default_parameter = None
                 none_when = self._none_on_a_path(seed)
                 if none_when is None:
                     return
+                if self.default_parameter is not None:
+                    self.decided_by_callers[id(node)] = self.default_parameter
             if any(arg.star for arg in node.args):
                 return
         self.candidates.append((node, qualified, none_when))
@@ -189,6 +209,9 @@ class UnseededRngObject(Rule):
                     return found
         elif kind is cst.Name and depth < 4:
             if none_by_default(self.context, seed):
+                passed = passed_parameter(self.context, seed)
+                if passed is not None and not passed[0].method:
+                    self.default_parameter = (passed[0].name, passed[1])
                 return f"`{seed.value}` keeps its default, `None`"
             for value in self.context.scopes.values(seed.value):
                 if value is None:
@@ -217,12 +240,10 @@ class UnseededRngObject(Rule):
                     f"`{spelling}(...)` gets a `None` seed when {none_when}, and is never seeded: "
                     "its draws then differ between runs"
                 )
-            self.report(
-                node,
-                message,
-                self._fix(node, qualified) if none_when is None else None,
-                extra={SILENCED_BY_SEEDING_CONSTRUCTOR: handed} if handed else None,
-            )
+            extra: Dict[str, object] = {SILENCED_BY_SEEDING_CONSTRUCTOR: handed} if handed else {}
+            if id(node) in self.decided_by_callers:
+                extra[SILENCED_BY_CALLERS] = self.decided_by_callers[id(node)]
+            self.report(node, message, self._fix(node, qualified) if none_when is None else None, extra=extra or None)
 
     def _fix(self, node: cst.Call, qualified: str) -> Optional[FixBuilder]:
         final = self.context.resolver.module_final
@@ -251,3 +272,11 @@ class UnseededRngObject(Rule):
         if explicit_none is not None:
             return builder.replace(explicit_none.value, seed)
         return builder.replace(node, with_first_argument(node, cst.parse_expression(seed), self.context.module.default_indent))
+
+
+def _every_caller_seeds(project, diagnostic: Diagnostic) -> bool:
+    decided = diagnostic.extra.get(SILENCED_BY_CALLERS)
+    if not decided:
+        return False
+    values = parameter_values(project, diagnostic.path, *decided)
+    return values is not None and all(value is not None for value in values)
