@@ -91,6 +91,7 @@ from torchdet_lint.model.named import (
     TEST_METHOD_PREFIXES,
     TEST_RUNNERS,
     dotted_literal,
+    seed_by_harness,
 )
 from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.processes import (
@@ -254,6 +255,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.makers = Makers(context.scopes, context.first_party)
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
+        self.test_runner: Optional[Tuple[Site, str]] = None  # its first call, and how it is spelled
         self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
         # Per function: (the `if` depth at its start, its parameters that default to a false value).
         self.flag_parameters: List[Tuple[int, Dict[str, int]]] = [(0, {})]
@@ -894,6 +896,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         self.summary.registries.setdefault(f"{SET_DEFAULTS}{arg.keyword.value}>", []).append(handler)
         elif qualified in TEST_RUNNERS and self.key == MAIN_KEY:
             self.runs_tests = True
+            if self.test_runner is None:
+                self.test_runner = (site(f"`{_spelling(func)}(...)`"), _spelling(func))
         if type(func) is cst.Name and func.value in self.summary.registries and self._module_name(func.value):
             function.add_call(f".{func.value}{REGISTRY_MEMBER}", seen)  # `cli()`: the group runs its commands
         elif attribute is not None and qualified is None:
@@ -1850,6 +1854,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 method = bool(owner) and owner in self.summary.classes and name.startswith(TEST_METHOD_PREFIXES)
                 if method or (not owner and name.startswith("test_")):
                     main.add_call("." + key, seen)
+            if self.test_runner is not None:
+                runner, spelling = self.test_runner
+                seed_by_harness(main, self.summary.classes, self.facts.test_bases, runner, spelling)
 
     def _spawn_sites(self) -> None:
         """Where each process start is (its diagnostics), and where the fixes of the functions

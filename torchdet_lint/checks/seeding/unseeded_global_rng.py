@@ -353,8 +353,11 @@ class UnseededTorch(_UnseededGlobalRng):
     `speechbrain.utils.seed_everything`, PyTorch's test runner
     `torch.testing._internal.common_utils.run_tests()` (it calls
     `set_rng_seed()`, which seeds torch, `random` and NumPy, before the tests
-    run), and config `seed-functions` (`rules/seed_helpers.toml` cites the
-    source of each).
+    run), its multi-process test classes (a test runner in the main block
+    that runs a class deriving, here or through this file's classes, from
+    `MultiProcessTestCase`, `FSDPTest` or `DTensorTestBase`: each rank
+    process calls `set_rng_seed()` before the test method), and config
+    `seed-functions` (`rules/seed_helpers.toml` cites the source of each).
     `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
     and CPU sampling use the CPU generator; the message says so.
 
