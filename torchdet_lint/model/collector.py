@@ -1233,7 +1233,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if isinstance(name, str) and not name.startswith("."):
                 function.imports.append(name)  # importing it runs its module-level code
             else:
-                self._dynamic(IMPORT, function, seen, site(f"`{_spelling(node.func)}(...)`"))
+                unresolved = site(f"`{_spelling(node.func)}(...)`")
+                unresolved.reaches = _import_prefix(arg_value(node, "name", 0))
+                self._dynamic(IMPORT, function, seen, unresolved)
             return
         named, kind = self._built_by_name(node, qualified)
         if named is not None:
@@ -2074,3 +2076,17 @@ def _seeded_generator(context: "FileContext", call: cst.Call) -> bool:
         return False
     code = cst.Module([]).code_for_node(value)
     return "initial_seed" not in code
+
+
+def _import_prefix(name: Optional[cst.BaseExpression]) -> str:
+    """The package a computed module name stays in: `"pkg.models." + file` and
+    `f"pkg.models.{file}"` import only modules of `pkg.models`; "" when the name is not bounded."""
+    if type(name) is cst.BinaryOperation and type(name.operator) is cst.Add:
+        head = literal(name.left)
+    elif type(name) is cst.FormattedString and name.parts and type(name.parts[0]) is cst.FormattedStringText:
+        head = name.parts[0].value
+    else:
+        return ""
+    if not isinstance(head, str) or not head.endswith(".") or head.startswith("."):
+        return ""
+    return head

@@ -319,7 +319,11 @@ _REACH = """
     path the analysis followed reaches it, "never seeds" is not concluded:
     the default profile reports nothing, profile `strict` reports and names
     both the site it could not follow and that function, and `report` says
-    `unknown`.
+    `unknown`. Such a function is public (a module's private `_reset_seeds`
+    is called by its own module, whose public functions would have to be
+    what hides) and, when every site the run cannot follow is an import
+    bounded to a package (`import_module("plugins." + name)`, the plugin
+    pattern), it lies in one of those packages.
 """
 
 
