@@ -408,8 +408,15 @@ class NondeterministicOp(_FlagAware):
     Static analysis sees calls, not tensors: the device, the dtype, the
     input rank and whether a backward pass runs are unknown, so an operation
     is reported as if it ran on CUDA with floating-point input and a
-    gradient (convolutions on the CPU, integer `cumsum`, inference-only code
-    are reported too). Tensor methods (`x.index_add_(...)`) are matched by
+    gradient (convolutions on the CPU, inference-only code are reported
+    too). A floating-point-only case is not reported on a tensor visibly of
+    an integer or bool dtype, whose sums are exact in any order: a
+    comparison (`torch.cumsum((positions == 0).int(), 0)`), an integer cast
+    (`.int()`, `.long()`, `.to(torch.int64)`), an index result (`argmax`,
+    `nonzero`, `randint`), a torch factory given an integer `dtype=`, what
+    keeps their dtype (`.view`, indexing) and a name bound to one of these.
+    An integer tensor the code does not show (`positions` itself) is taken
+    for floating point. Tensor methods (`x.index_add_(...)`) are matched by
     name, only in files that import torch, only when the arguments fit the
     Tensor method (`df.median()` and `queue.put(item, block=False)` do not),
     and never on `self`/`cls`; `x.put(...)` without the underscore is left
@@ -654,7 +661,9 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     backward pass runs beyond what is visible in the function: an unknown
     device is assumed to be CUDA (the worst case: a
     `put_(..., accumulate=True)` raises there), and backward-only kernels
-    in inference code are reported unless the code shows it. Tensor methods are matched by name
+    in inference code are reported unless the code shows it; a
+    floating-point-only case on a tensor visibly of an integer or bool dtype
+    is not (TDL201's docs list what shows it). Tensor methods are matched by name
     in files that import torch, when their arguments fit the Tensor method.
     A batch handed to another function (`loss_fn(batch)`), a loader named
     otherwise (`train_dl`), and a helper of a backward formula defined in

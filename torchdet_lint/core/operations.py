@@ -439,6 +439,13 @@ def _gradient_tensors(entry: _Entry, call: cst.Call) -> List[cst.BaseExpression]
     ]
 
 
+def _first_tensor(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is None and not arg.star and literal(arg.value) is NOT_LITERAL:
+            return arg.value
+    return None
+
+
 def _tensor_states(entry: _Entry, call: cst.Call, context) -> Tuple[bool, bool]:
     """(no gradient can flow into the operation, it runs on the CPU), from what is visible of
     its tensors: every differentiated one must be visibly without gradient; one visibly on
@@ -461,12 +468,66 @@ def _implausible_dim(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and not -MAX_PLAUSIBLE_DIM < value < MAX_PLAUSIBLE_DIM
 
 
-def _possible(case: Case, no_grad: bool, on_cpu: bool) -> bool:
-    """A backward-only case cannot happen where no gradient flows,
-    nor a CUDA-only one on a tensor visibly on the CPU (an unknown device is still CUDA)."""
+def _possible(case: Case, no_grad: bool, on_cpu: bool, integer: bool = False) -> bool:
+    """A backward-only case cannot happen where no gradient flows, nor a CUDA-only one on a
+    tensor visibly on the CPU (an unknown device is still CUDA), nor a floating-point one on a
+    tensor visibly of an integer or bool dtype (integer sums are exact in any order)."""
     if no_grad and case.phase == "backward":
         return False
+    if integer and case.dtype.startswith("floating point"):
+        return False
     return not (on_cpu and case.device.startswith("CUDA"))
+
+
+# Methods and torch functions whose result has an integer or bool dtype whatever their input.
+_INTEGER_CASTS = frozenset({"int", "long", "short", "byte", "char", "bool"})
+_INTEGER_RESULTS = frozenset({"argmax", "argmin", "argsort", "nonzero", "bincount", "randint", "randperm", "bucketize"})
+_INTEGER_DTYPES = frozenset(
+    "torch." + name
+    for name in ("int", "long", "short", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+)
+# Methods that keep their receiver's dtype.
+_DTYPE_KEEPING = frozenset({"view", "reshape", "flatten", "contiguous", "clone", "detach", "squeeze", "unsqueeze", "t"})
+
+
+def _integer_valued(node: Optional[cst.BaseExpression], context, depth: int = 0) -> bool:
+    """A tensor expression visibly of an integer or bool dtype: a comparison (`positions == 0`),
+    an integer cast (`.int()`, `.long()`, `.to(torch.int64)`), an index-valued result
+    (`argmax`, `nonzero`, `randint`), a torch factory given an integer `dtype=`, what keeps
+    their dtype (`.view`, indexing), and a name bound to one of these in the function."""
+    if node is None or depth > 6:
+        return False
+    kind = type(node)
+    if kind is cst.Comparison:
+        return True
+    if kind is cst.Subscript:
+        return _integer_valued(node.value, context, depth + 1)
+    if kind is cst.Name:
+        values = context.scopes.values(node.value)
+        return bool(values) and _integer_valued(values[-1], context, depth + 1)
+    if kind is not cst.Call:
+        return False
+    func = node.func
+    qualified = context.resolver.qualified_name(func)
+    if qualified is not None and qualified.startswith("torch."):
+        if qualified.rsplit(".", 1)[-1] in _INTEGER_RESULTS:
+            return True
+        # A factory told its dtype: `torch.zeros(n, dtype=torch.long)`.
+        dtype = find_arg(node, "dtype", None)
+        return dtype is not None and context.resolver.qualified_name(dtype.value) in _INTEGER_DTYPES
+    if type(func) is not cst.Attribute or qualified is not None:
+        return False
+    method = func.attr.value
+    if method in _INTEGER_CASTS and not node.args:
+        return True
+    if method in _INTEGER_RESULTS:
+        return True
+    if method in ("to", "type"):
+        dtype = find_arg(node, "dtype", 0)
+        return dtype is not None and context.resolver.qualified_name(dtype.value) in _INTEGER_DTYPES
+    if method in _DTYPE_KEEPING:
+        return _integer_valued(func.value, context, depth + 1)
+    return False
 
 
 def _match_entry(
@@ -489,6 +550,9 @@ def _match_entry(
     else:
         no_grad, on_cpu = _tensor_states(entry, call, context)
         no_grad = no_grad or assume_no_grad or context.scopes.grad_disabled
+    # The tensor the operation reads first (a method's receiver, else its first tensor argument).
+    first = call.func.value if entry.as_method and isinstance(call.func, cst.Attribute) else _first_tensor(call)
+    integer = _integer_valued(first, context)
     torch_version = context.torch_version
     library_versions = context.library_versions
     best: Optional[Tuple[int, int, Case, str]] = None
@@ -496,7 +560,7 @@ def _match_entry(
     for case in operation.cases:
         if form.cases is not None and case.id not in form.cases:
             continue
-        if not _possible(case, no_grad, on_cpu):
+        if not _possible(case, no_grad, on_cpu, integer):
             continue
         truth = min(form_truth, evaluate_all(case.when, values))
         if truth is Truth.NO:

@@ -100,6 +100,7 @@ from torchdet_lint.model.named import (
     TEST_METHOD_PREFIXES,
     TEST_RUNNERS,
     dotted_literal,
+    seed_by_harness,
 )
 from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.processes import (
@@ -263,6 +264,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.makers = Makers(context.scopes, context.first_party)
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
+        self.test_runner: Optional[Tuple[Site, str]] = None  # its first call, and how it is spelled
         self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
         # Per function: (the `if` depth at its start, its parameters that default to a false value).
         self.flag_parameters: List[Tuple[int, Dict[str, int]]] = [(0, {})]
@@ -968,6 +970,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         self.summary.registries.setdefault(f"{SET_DEFAULTS}{arg.keyword.value}>", []).append(handler)
         elif qualified in TEST_RUNNERS and self.key == MAIN_KEY:
             self.runs_tests = True
+            if self.test_runner is None:
+                self.test_runner = (site(f"`{_spelling(func)}(...)`"), _spelling(func))
         if type(func) is cst.Name and func.value in self.summary.registries and self._module_name(func.value):
             function.add_call(f".{func.value}{REGISTRY_MEMBER}", seen)  # `cli()`: the group runs its commands
         elif attribute is not None and qualified is None:
@@ -1303,7 +1307,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if isinstance(name, str) and not name.startswith("."):
                 function.imports.append(name)  # importing it runs its module-level code
             else:
-                self._dynamic(IMPORT, function, seen, site(f"`{_spelling(node.func)}(...)`"))
+                unresolved = site(f"`{_spelling(node.func)}(...)`")
+                unresolved.reaches = _import_prefix(arg_value(node, "name", 0))
+                self._dynamic(IMPORT, function, seen, unresolved)
             return
         named, kind = self._built_by_name(node, qualified)
         if named is not None:
@@ -1924,6 +1930,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 method = bool(owner) and owner in self.summary.classes and name.startswith(TEST_METHOD_PREFIXES)
                 if method or (not owner and name.startswith("test_")):
                     main.add_call("." + key, seen)
+            if self.test_runner is not None:
+                runner, spelling = self.test_runner
+                seed_by_harness(main, self.summary.classes, self.facts.test_bases, runner, spelling)
 
     def _spawn_sites(self) -> None:
         """Where each process start is (its diagnostics), and where the fixes of the functions
@@ -2141,3 +2150,17 @@ def _seeded_generator(context: "FileContext", call: cst.Call) -> bool:
         return False
     code = cst.Module([]).code_for_node(value)
     return "initial_seed" not in code
+
+
+def _import_prefix(name: Optional[cst.BaseExpression]) -> str:
+    """The package a computed module name stays in: `"pkg.models." + file` and
+    `f"pkg.models.{file}"` import only modules of `pkg.models`; "" when the name is not bounded."""
+    if type(name) is cst.BinaryOperation and type(name.operator) is cst.Add:
+        head = literal(name.left)
+    elif type(name) is cst.FormattedString and name.parts and type(name.parts[0]) is cst.FormattedStringText:
+        head = name.parts[0].value
+    else:
+        return ""
+    if not isinstance(head, str) or not head.endswith(".") or head.startswith("."):
+        return ""
+    return head

@@ -108,6 +108,8 @@ class Facts:
     random_classes: Tuple[RandomClasses, ...] = ()
     library_draws: Dict[str, LibraryDraw] = field(default_factory=dict)
     method_draws: Dict[str, LibraryDraw] = field(default_factory=dict)
+    # Test harness classes that seed before each test method runs: qualified name -> what they seed.
+    test_bases: Dict[str, FrozenSet[str]] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=None)
@@ -172,6 +174,7 @@ def facts() -> Facts:
         ),
         library_draws=library_draws,
         method_draws=method_draws,
+        test_bases={e["name"]: frozenset(e["covers"]) for e in helpers_table.get("test-base", [])},
     )
 
 

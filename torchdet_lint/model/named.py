@@ -8,7 +8,10 @@ makes a run *incomplete*: behind it lies code the analysis never read.
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, List, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from torchdet_lint.model.summary import ClassSummary, FunctionSummary, Site
 
 # A call target for code chosen at run time: "<dynamic>:<kind>" (the kinds below). The project
 # phase resolves it to candidates; a site whose candidates it cannot enumerate stays unresolved.
@@ -51,6 +54,48 @@ TEST_RUNNERS = frozenset(
     {"unittest.main", "pytest.main", "torch.testing._internal.common_utils.run_tests", "absl.testing.absltest.main"}
 )
 TEST_METHOD_PREFIXES = ("setUp", "tearDown", "test")
+
+
+def harness_seeded_classes(classes: Dict[str, "ClassSummary"], test_bases: Dict[str, FrozenSet[str]]) -> Dict[str, str]:
+    """The file's test classes whose harness seeds before each test (a class deriving, directly or
+    through this file's classes, from one of `test_bases`): class name -> the harness base."""
+    found: Dict[str, str] = {}
+
+    def harness(name: str, depth: int) -> Optional[str]:
+        for base in classes[name].bases if depth < 8 else ():
+            if base in test_bases:
+                return base
+            local = base[1:] if base.startswith(".") else ""
+            if local in classes:
+                inherited = harness(local, depth + 1)
+                if inherited is not None:
+                    return inherited
+        return None
+
+    for name in classes:
+        base = harness(name, 0)
+        if base is not None:
+            found[name] = base
+    return found
+
+
+def seed_by_harness(
+    main: "FunctionSummary",
+    classes: Dict[str, "ClassSummary"],
+    test_bases: Dict[str, FrozenSet[str]],
+    runner: "Site",
+    spelling: str,
+) -> None:
+    """A main block's test runner that runs a harness-seeded test class seeds what the harness
+    seeds, at the runner's call (the site's text names the class and its harness)."""
+    seeded = harness_seeded_classes(classes, test_bases)
+    if not seeded:
+        return
+    name, base = next(iter(seeded.items()))
+    runner.text = f"`{spelling}(...)` runs `{name}`, a `{base.rsplit('.', 1)[-1]}` seeded before each test"
+    for kind in sorted(set().union(*(test_bases[b] for b in seeded.values()))):
+        main.add_cover(kind, runner)
+
 
 # Candidates are bounded like registries: past this many, a site is unresolved, not "everything".
 MAX_DYNAMIC_CANDIDATES = 64

@@ -90,10 +90,20 @@ class Reach:
         _extend(self.loading, other.loading)
         _extend(self.trains, other.trains)
         _extend(self.moves, other.moves)
-        _extend(self.unresolved, other.unresolved)
+        _extend_unresolved(self.unresolved, other.unresolved)
         for spawn in other.spawns:
             if spawn not in self.spawns:
                 self.spawns.append(spawn)
+
+
+def _extend_unresolved(mine: List[Located], more: Iterable[Located]) -> None:
+    """As `_extend`; past the bound, a site is kept when it opens a part of the project that none of
+    the kept ones opens."""
+    for item in more:
+        if any(item.path == m.path and item.site.line == m.site.line for m in mine):
+            continue
+        if len(mine) < MAX_SITES or all(item.site.reaches != m.site.reaches for m in mine):
+            mine.append(item)
 
 
 def _extend_by_phase(mine: List[Located], more: Iterable[Located]) -> None:
@@ -971,7 +981,9 @@ class Project:
         that would supply the missing fact and that no run of the project reaches: such a helper
         is there to be called, and what calls it may well sit behind the site the analysis could
         not follow (a trainer built from configuration). Helpers of the tests and of other
-        programs (entry-point scripts, functions some run reaches) do not count."""
+        programs (entry-point scripts, functions some run reaches) do not count, nor a module's
+        private function (`_reset_seeds`), nor one outside the packages that the unresolved sites
+        can reach when each of them is bounded (`import_module("pkg.models." + name)`)."""
         if not self.incomplete(entry):
             return None
         if self._suppliers is None:
@@ -986,6 +998,8 @@ class Project:
                     name = key.rsplit(".", 1)[-1].lower()
                     if key in (MODULE_KEY, MAIN_KEY, LAMBDA_KEY) or "<locals>" in key or not function.covers:
                         continue
+                    if "." not in key and name.startswith("_"):
+                        continue  # a module's private function: code outside would call a public one
                     if "seed" in name or "determinis" in name or key.rsplit(".", 1)[-1] in configured:
                         candidates.append(((display, key), function))
             if candidates:
@@ -998,8 +1012,13 @@ class Project:
                         if not site.condition:
                             self._suppliers.setdefault(covered, []).append((node, Located(node[0], site)))
         reached = self.reached_nodes(entry)
+        prefixes = {item.site.reaches for item in self.unresolved(entry)}
         for node, located in self._suppliers.get(kind, ()):
-            if node not in reached:
+            if node in reached:
+                continue
+            # Behind imports of `pkg.models.` + name lie only the modules of `pkg.models`.
+            module = self.summaries[node[0]].module_name or ""
+            if "" in prefixes or any(module.startswith(prefix) for prefix in prefixes):
                 return Located(located.path, Site(located.site.line, f"`{node[1]}` ({located.site.text})"))
         return None
 

@@ -26,8 +26,9 @@ from torchdet_lint.model.facts import (
     TRAINING_METHODS,
     is_setup_call,
 )
+from torchdet_lint.model.facts import facts as seeding_facts
 from torchdet_lint.model.makers import COMMON_METHODS, MAX_CANDIDATES, MAX_STEPS, SELF_RETURNING
-from torchdet_lint.model.named import COMMAND_DECORATORS, SET_DEFAULTS, TEST_METHOD_PREFIXES, TEST_RUNNERS
+from torchdet_lint.model.named import COMMAND_DECORATORS, SET_DEFAULTS, TEST_METHOD_PREFIXES, TEST_RUNNERS, seed_by_harness
 from torchdet_lint.model.summary import (
     MAIN_KEY,
     MAX_REGISTRY_MEMBERS,
@@ -167,6 +168,7 @@ class _AstScanner:
         self.first_party = first_party
         self.attribute_calls: List[Tuple[object, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False
+        self.test_runner: Optional[Tuple[Site, str]] = None  # the main block's first test runner call
         self.bindings: Dict[str, str] = {}
         self.local_defs: Set[str] = set()
         self.module_names: Set[str] = set()  # names bound by module-level assignments (registries)
@@ -369,6 +371,8 @@ class _AstScanner:
             self.attribute_calls.append((function, func.attr, seen))
         if target in TEST_RUNNERS and key == MAIN_KEY:
             self.runs_tests = True
+            if self.test_runner is None:
+                self.test_runner = (Site(call.lineno, ""), ast.unparse(func))
 
     def finish(self) -> None:
         handlers = {name[len(SET_DEFAULTS) : -1] for name in self.summary.registries if name.startswith(SET_DEFAULTS)}
@@ -384,6 +388,9 @@ class _AstScanner:
                     not owner and name.startswith("test_")
                 ):
                     main.add_call("." + key, seen)
+            if self.test_runner is not None:
+                runner, spelling = self.test_runner
+                seed_by_harness(main, self.summary.classes, seeding_facts().test_bases, runner, spelling)
 
     def _first_party(self, target: str) -> bool:
         return target.startswith(".") or target.split(".", 1)[0] in self.first_party

@@ -48,6 +48,9 @@ class Site:
     # A module's construction whose parameters a strict `load_state_dict` of the same object then
     # overwrites: its initial draws do not reach the run's numbers.
     overwritten: bool = False
+    # An unresolved `importlib.import_module(prefix + name)`: the package prefix of every module it
+    # can import ("" when nothing bounds it).
+    reaches: str = ""
 
 
 @dataclass
@@ -154,7 +157,11 @@ class FunctionSummary:
             self.trains = site
 
     def add_unresolved(self, site: Site) -> None:
-        if len(self.unresolved) < MAX_SITES and all(s.text != site.text or s.line != site.line for s in self.unresolved):
+        """Past `MAX_SITES`, a site is still kept when it opens a part of the project none of the kept
+        ones does (what the open world may hide is then known in full: see `unbounded_reach`)."""
+        if any(s.text == site.text and s.line == site.line for s in self.unresolved):
+            return
+        if len(self.unresolved) < MAX_SITES or all(s.reaches != site.reaches for s in self.unresolved):
             self.unresolved.append(site)
 
 

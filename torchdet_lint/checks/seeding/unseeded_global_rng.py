@@ -319,7 +319,11 @@ _REACH = """
     path the analysis followed reaches it, "never seeds" is not concluded:
     the default profile reports nothing, profile `strict` reports and names
     both the site it could not follow and that function, and `report` says
-    `unknown`.
+    `unknown`. Such a function is public (a module's private `_reset_seeds`
+    is called by its own module, whose public functions would have to be
+    what hides) and, when every site the run cannot follow is an import
+    bounded to a package (`import_module("plugins." + name)`, the plugin
+    pattern), it lies in one of those packages.
 """
 
 
@@ -353,8 +357,11 @@ class UnseededTorch(_UnseededGlobalRng):
     `speechbrain.utils.seed_everything`, PyTorch's test runner
     `torch.testing._internal.common_utils.run_tests()` (it calls
     `set_rng_seed()`, which seeds torch, `random` and NumPy, before the tests
-    run), and config `seed-functions` (`rules/seed_helpers.toml` cites the
-    source of each).
+    run), its multi-process test classes (a test runner in the main block
+    that runs a class deriving, here or through this file's classes, from
+    `MultiProcessTestCase`, `FSDPTest` or `DTensorTestBase`: each rank
+    process calls `set_rng_seed()` before the test method), and config
+    `seed-functions` (`rules/seed_helpers.toml` cites the source of each).
     `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
     and CPU sampling use the CPU generator; the message says so.
 
