@@ -9,6 +9,8 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
+from torchdet_lint.core.traversal import sub_nodes
+
 # A function's body starts from the caller's settings: this marks a setting it has not changed.
 KEEP = "keep"
 # Per setting: None (never set), KEEP, or (the value as `literal` reads it, the assignment).
@@ -170,9 +172,9 @@ def _function_defs(module: cst.Module) -> List[cst.FunctionDef]:
         if type(node) is cst.FunctionDef:
             found.append(node)
         if type(node) in (cst.FunctionDef, cst.ClassDef, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While):
-            stack.extend(node.children)
+            stack.extend(sub_nodes(node))
         elif type(node) in (cst.Try, cst.TryStar, cst.With, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally):
-            stack.extend(node.children)
+            stack.extend(sub_nodes(node))
     return found
 
 
@@ -190,5 +192,5 @@ def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
             continue
         if type(current) is cst.Call:
             stack.append((current, True))
-        stack.extend((child, False) for child in reversed(current.children))
+        stack.extend((child, False) for child in reversed(sub_nodes(current)))
     return found

@@ -36,6 +36,7 @@ from torchdet_lint.core.catalog import (
     version_text,
 )
 from torchdet_lint.core.names import dotted_name, find_arg, literal, opaque_keywords
+from torchdet_lint.core.traversal import sub_nodes
 
 _SEVERITY = {RAISES: 2, IGNORES_FLAG: 2, DETERMINISTIC_ALTERNATIVE: 1}
 # Receivers that are almost never tensors: `self.gather(...)` is the class's own method.
@@ -216,7 +217,7 @@ def _called_names(node: cst.BaseExpression, context) -> Any:
             name = context.call_name(current)
             if name:
                 names.add(name)
-        stack.extend(child for child in current.children if isinstance(child, cst.CSTNode))
+        stack.extend(child for child in sub_nodes(current) if isinstance(child, cst.CSTNode))
     return Calls(frozenset(names))
 
 

@@ -61,6 +61,21 @@ def child_fields(node_type: type, with_trivia: bool = False) -> Tuple[str, ...]:
     return order
 
 
+def sub_nodes(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """A node's children without the syntax around them (whitespace, commas, parentheses,
+    operators), in source order: what the shared walk visits, for the small walks of the
+    analyses. LibCST's `.children` builds every child, trivia included, through a visitor, and
+    costs many times more."""
+    found: List[cst.CSTNode] = []
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif type(value) is tuple or type(value) is list:
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return found
+
+
 def compute_child_fields(node_type: type, with_trivia: bool = False) -> Tuple[str, ...]:
     """Introspect a node class (slow: type hints and source of LibCST itself).
 

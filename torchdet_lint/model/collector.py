@@ -27,6 +27,7 @@ from torchdet_lint.core.names import (
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
 from torchdet_lint.core.registrations import LIBRARY_METHODS, stores_functions
 from torchdet_lint.core.source import block_top_line
+from torchdet_lint.core.traversal import sub_nodes
 from torchdet_lint.model.arguments import MAX_CALLS as MAX_ARGUMENT_CALLS
 from torchdet_lint.model.arguments import (
     Passed,
@@ -1269,7 +1270,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             current = pending.pop()
             if type(current) is cst.Call:
                 self.seeded_objects.add(id(current))
-            pending.extend(current.children)
+            pending.extend(sub_nodes(current))
 
     def _bound_then_seeded(self, node: cst.Assign) -> None:
         """`train_transforms = Compose([...])` followed, anywhere in the file, by
@@ -2075,7 +2076,7 @@ def _subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
     while pending:
         current = pending.pop()
         found.append(current)
-        pending.extend([current.value] if type(current) is cst.Attribute else current.children)
+        pending.extend([current.value] if type(current) is cst.Attribute else sub_nodes(current))
     return found
 
 

@@ -13,6 +13,7 @@ from weakref import WeakKeyDictionary
 import libcst as cst
 
 from torchdet_lint.core.names import arg_value, find_arg, literal
+from torchdet_lint.core.traversal import sub_nodes
 
 MAX_FOLLOWED = 8  # parameters followed from caller to caller
 
@@ -149,7 +150,7 @@ class _Scanner:
             return
         if kind is cst.ClassDef:
             self.callees.add(id(node.name))
-            for child in node.children:
+            for child in sub_nodes(node):
                 self._walk(child, node.name.value)
             return
         if kind is cst.Call:
@@ -161,7 +162,7 @@ class _Scanner:
             self.callees.add(id(node.attr))
         elif kind in (cst.Param, cst.ImportAlias, cst.AsName):
             return
-        for child in node.children:
+        for child in sub_nodes(node):
             self._walk(child, None if kind is cst.Lambda else class_name)
 
     def _function(self, node: cst.FunctionDef, class_name: Optional[str]) -> None:
@@ -228,7 +229,7 @@ def _bound_names(body: cst.CSTNode) -> Set[str]:
             _target_names(node.name, found)
         elif kind is cst.Global or kind is cst.Nonlocal:
             found.update(n.name.value for n in node.names)
-        stack.extend(node.children)
+        stack.extend(sub_nodes(node))
     return found
 
 

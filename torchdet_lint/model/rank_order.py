@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.core.names import arg_value, dotted_name, last_part
+from torchdet_lint.core.traversal import sub_nodes
 from torchdet_lint.model.ranks import DISTRIBUTED_SETUP, RANK_NAMES, rank_variable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -365,7 +366,7 @@ def _find(root: cst.CSTNode, test) -> Optional[cst.CSTNode]:
         current = pending.pop()
         if test(current):
             return current
-        pending.extend(current.children)
+        pending.extend(sub_nodes(current))
     return None
 
 

@@ -10,6 +10,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from torchdet_lint.core.names import NOT_LITERAL, dotted_name, literal
+from torchdet_lint.core.traversal import sub_nodes
 
 # Names (a variable, an attribute's last part, a function called) that hold a process's rank.
 RANK_NAMES = frozenset(
@@ -152,7 +153,7 @@ def may_test_rank(node: cst.CSTNode) -> bool:
             name = current.attr.value
             pending.append(current.value)
         elif type(current) is not cst.Name:
-            pending.extend(current.children)
+            pending.extend(sub_nodes(current))
         if name is not None and any(part in name.lower() for part in RANKISH):
             return True
     return False

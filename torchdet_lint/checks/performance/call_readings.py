@@ -10,6 +10,7 @@ import libcst as cst
 
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, literal
 from torchdet_lint.core.rule import Rule
+from torchdet_lint.core.traversal import sub_nodes
 
 PERFORMANCE = frozenset({"performance"})
 
@@ -29,7 +30,7 @@ def strings_in(node: cst.CSTNode) -> Iterator[str]:
             if value is not None:
                 yield value
             continue
-        stack.extend(current.children)
+        stack.extend(sub_nodes(current))
 
 
 def last_name(node: cst.CSTNode) -> str:

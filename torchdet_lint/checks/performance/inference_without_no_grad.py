@@ -12,6 +12,7 @@ from torchdet_lint.checks.performance.call_readings import (
 )
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule
+from torchdet_lint.core.traversal import sub_nodes
 
 GRAD_DISABLING = frozenset(
     {
@@ -138,7 +139,7 @@ class InferenceWithoutNoGrad(Rule):
                     return True
                 if isinstance(current, cst.Name):
                     continue
-            stack.extend(current.children)
+            stack.extend(sub_nodes(current))
         return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -10,6 +10,7 @@ from torchdet_lint.checks.dataloader.generator_fix import runs_in_loader_worker,
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
+from torchdet_lint.core.traversal import sub_nodes
 from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
@@ -296,7 +297,7 @@ def _names_in(value: cst.BaseExpression) -> List[cst.BaseExpression]:
         elif type(node) is cst.Attribute:
             stack.append(node.value)  # `f().x`: not the attribute's own name
         else:
-            stack.extend(node.children)  # through subscripts and their slices (`state[1][i]`)
+            stack.extend(sub_nodes(node))  # through subscripts and their slices (`state[1][i]`)
     return found
 
 
@@ -307,7 +308,7 @@ def _within(node: cst.CSTNode, tree: cst.CSTNode) -> bool:
         current = stack.pop()
         if current is node:
             return True
-        stack.extend(current.children)
+        stack.extend(sub_nodes(current))
     return False
 
 

@@ -11,6 +11,7 @@ from torchdet_lint.checks.seeding.seed_after_rng_use import seeding_covers
 from torchdet_lint.checks.seeding.unseeded_rng_object import SEED_KEYWORDS
 from torchdet_lint.core.names import NOT_LITERAL, arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
+from torchdet_lint.core.traversal import sub_nodes
 from torchdet_lint.model.facts import config_helpers, draw_kind, facts
 from torchdet_lint.model.summary import RNG_KINDS
 
@@ -379,5 +380,5 @@ class UnstableSeedValue(Rule):
                     if self.draws.get(id(current), kind in self.seeded[-1]):
                         continue  # a function of the seed given earlier on every path here
                     return f"a random draw, `{spelling}()`"
-            stack.extend(reversed(current.children))  # left to right: name the first source
+            stack.extend(reversed(sub_nodes(current)))  # left to right: name the first source
         return None
