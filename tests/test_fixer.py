@@ -469,10 +469,12 @@ def test_fix_over_a_sample_of_torch_parses_and_is_stable(tmp_path: Path) -> None
 
 
 def test_a_fix_the_file_encoding_cannot_hold_is_not_applied(tmp_path: Path, monkeypatch) -> None:
-    from torchdet_lint.checks import switches
+    from torchdet_lint.checks.switches import cudnn_benchmark_enabled
 
     monkeypatch.setattr(
-        switches, "_false_fix", lambda value, what: FixBuilder("x", Applicability.SAFE).replace(value, "False  # \u2603")
+        cudnn_benchmark_enabled,
+        "false_fix",
+        lambda value, what: FixBuilder("x", Applicability.SAFE).replace(value, "False  # \u2603"),
     )
     source = "# -*- coding: latin-1 -*-\nimport torch\ntorch.backends.cudnn.benchmark = True\n"
     (tmp_path / "m.py").write_bytes(source.encode("latin-1"))

@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.switches import LIGHTNING_CLI, trainer_argument_of
+from torchdet_lint.checks.switches.switch_settings import LIGHTNING_CLI, trainer_argument_of
 from torchdet_lint.core.catalog import (
     DETERMINISTIC,
     DETERMINISTIC_ALTERNATIVE,
