@@ -487,7 +487,9 @@ class Project:
 
     def _configured_names(self, display: str) -> List[str]:
         """What the YAML configs in the file's directory and below it name (a recipe's
-        `hparams/`, hydra's `conf/`), else those of the whole project."""
+        `hparams/`, hydra's `conf/`), else those of the whole project. Among them, a config named
+        after the script (`extract_feats.py` and `hparams/extract_feats.yaml`) is the one it is
+        run with: the others configure the recipe's other scripts."""
         if self._config_names is None:
             self._config_names = []
             for path in self._config_files() if self._config_files is not None else []:
@@ -497,13 +499,14 @@ class Project:
                     continue
                 names = yaml_targets(text)
                 if names:
-                    self._config_names.append((path.parent, names))
-        directory = self.paths.get(display, Path(display))
-        directory = (directory if directory.is_absolute() else Path.cwd() / directory).parent
-        near = [
-            name for folder, names in self._config_names if folder == directory or directory in folder.parents for name in names
-        ]
-        return near or [name for _, names in self._config_names for name in names]
+                    self._config_names.append((path, names))
+        script = self.paths.get(display, Path(display))
+        script = script if script.is_absolute() else Path.cwd() / script
+        directory = script.parent
+        near = [(path, names) for path, names in self._config_names if directory in path.parents]
+        own = [(path, names) for path, names in near if path.stem == script.stem]
+        chosen = own or near or self._config_names
+        return [name for _, names in chosen for name in names]
 
     def _module_callables(self, display: str, module: str) -> List[str]:
         """`getattr(models, name)`: the public functions and classes of a first-party module."""

@@ -295,7 +295,9 @@ _REACH = """
       `instantiate`/`call` with the `_target_` in the call, or else those of
       the YAML configs beside and below the calling file (hyperpyyaml's
       `!new:`/`!apply:`/`!name:` tags and jsonargparse's `class_path` count
-      the same); `LightningCLI`'s model and data classes; a module imported by
+      the same), or only the one named after the script when there is one
+      (`extract_feats.py` runs with `hparams/extract_feats.yaml`, not with
+      the configs of the recipe's training script); `LightningCLI`'s model and data classes; a module imported by
       a literal name (`importlib.import_module("pkg.models")`) and the public
       functions and classes a `getattr(module, name)` may pick from it.
       Candidates are bounded like registries (64).
