@@ -69,7 +69,8 @@ _FACTORIES = frozenset(
 # `torch.tensor(...)` without `device=` (they refuse any other device); `torch.cuda.FloatTensor`
 # and its kin build CUDA tensors, without gradient too.
 _LEGACY_KINDS = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Byte", "Char", "Bool")
-_LEGACY_CPU_CONSTRUCTORS = frozenset(f"torch.{kind}Tensor" for kind in _LEGACY_KINDS)
+# `torch.Tensor(data)` is the same constructor for the default (float) type.
+_LEGACY_CPU_CONSTRUCTORS = frozenset(f"torch.{kind}Tensor" for kind in _LEGACY_KINDS) | {"torch.Tensor"}
 _LEGACY_CUDA_CONSTRUCTORS = frozenset(f"torch.cuda.{kind}Tensor" for kind in _LEGACY_KINDS)
 _NEUTRAL_METHODS = frozenset(
     {
@@ -126,6 +127,12 @@ _NON_TENSOR_KEYWORDS = frozenset(
     "kernel_size stride padding dilation ceil_mode count_include_pad return_indices p eps start_dim end_dim".split()
 )
 _GRAD_METHODS = frozenset({"requires_grad_"})
+# A state dict holds detached tensors: `model.state_dict()` (unless `keep_vars=True`), and a parameter
+# named or annotated as a state dict or checkpoint (`checkpoint_filter_fn(state_dict, model)`).
+_STATE_DICT_METHODS = frozenset({"state_dict"})
+_STATE_DICT_NAMES = ("state_dict", "checkpoint", "ckpt")
+# Iterating a dict of tensors without gradient yields them (`for k, v in state_dict.items()`).
+_DICT_ITERATION = frozenset({"items", "values"})
 _MOVING_METHODS = frozenset({"to", "cuda", "pin_memory"})
 # What is read off a tensor without being one: a shape is no input a gradient flows from.
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
@@ -489,6 +496,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             inner = self.tensor_state(node.func.value, depth + 1, before)
             if method == "numpy":
                 return TensorState(True, True, True)
+            if method in _STATE_DICT_METHODS:
+                keep = find_arg(node, "keep_vars")
+                if keep is None or literal(keep.value) is False:
+                    return _NO_GRAD_DATA
             if method == "detach":
                 return TensorState(True, inner.cpu, True)
             if method == "cpu":
@@ -936,6 +947,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             frame.names[param.name.value] = [None]
             if param.annotation is not None:
                 frame.annotations[param.name.value] = param.annotation.annotation
+            if _state_dict_parameter(param):
+                frame.part_states[(param.name.value, 0)] = _NO_GRAD_DATA
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 frame.names[star.name.value] = [None]
@@ -1019,9 +1032,18 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             self._function.counters.add(counter)
         for part in self._loader_targets(node.target, node.iter):
             self._mark_parts(part, _NO_GRAD_DATA)
+        self._dict_iteration(node.target, node.iter)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, None)
+
+    def _dict_iteration(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for k, v in state_dict.items()`: the items of a dict of tensors without gradient have none."""
+        if type(iterable) is cst.Call and type(iterable.func) is cst.Attribute and not iterable.args:
+            if iterable.func.attr.value in _DICT_ITERATION:
+                state = self.tensor_state(iterable.func.value)
+                if state.plain and state.no_grad:
+                    self._mark_parts(target, state)
 
     def _comprehension(self, node: cst.BaseComp) -> None:
         # The element (`dist.sample()` in `[dist.sample() for dist in probs]`) is visited before
@@ -1196,6 +1218,19 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 pairs = self.keyword_dict(arg.value.value)
                 if pairs is not None:
                     remember_keyword_dict(arg, pairs)
+
+
+def _state_dict_parameter(param: cst.Param) -> bool:
+    """A parameter named (`state_dict`, `pretrained_state_dict`, `checkpoint`, `ckpt`, `sd`) or annotated
+    (`sd: StateDict`) as a state dict or checkpoint: a dict of detached tensors."""
+    name = param.name.value.lower()
+    words = name.split("_")
+    if "state_dict" in name or "statedict" in name or name == "sd" or any(word in _STATE_DICT_NAMES for word in words):
+        return True
+    if param.annotation is None:
+        return False
+    annotation = (dotted_name(param.annotation.annotation) or "").rsplit(".", 1)[-1].lower().replace("_", "")
+    return "statedict" in annotation
 
 
 def cpu_guard(test: cst.BaseExpression) -> Tuple[FrozenSet[str], FrozenSet[str]]:
