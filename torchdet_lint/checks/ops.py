@@ -25,7 +25,13 @@ from torchdet_lint.core.catalog import (
 )
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import find_arg, literal
-from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations, match_third_party
+from torchdet_lint.core.operations import (
+    OperationMatch,
+    backward_only_module,
+    gradient_parameters,
+    match_operations,
+    match_third_party,
+)
 from torchdet_lint.core.rule import Rule
 
 _FLAG_CALL = "`torch.use_deterministic_algorithms(True)`"
@@ -94,6 +100,10 @@ KEPT_IF_TRAINING = "kept_if_a_reaching_run_trains"
 # the condition needs a CUDA device, so the finding stands only where a reaching run may use one
 # (or no run reaches it).
 KEPT_IF_CUDA = "kept_if_a_reaching_run_uses_cuda"
+# the tensors a backward-only condition differentiates get their gradient only from these parameters
+# of the enclosing function ([name, position]): the finding stands unless every call of the function
+# in the project passes them values without gradient (or runs where none flows).
+KEPT_IF_PASSED_A_GRADIENT = "kept_if_a_caller_passes_a_gradient"
 
 
 class _AutogradAware(Rule):
@@ -104,21 +114,24 @@ class _AutogradAware(Rule):
     @classmethod
     def needs_project(cls, diagnostic: Diagnostic) -> bool:
         extra = diagnostic.extra
-        return bool(extra.get(SILENCED_BY_FLAG) or extra.get(KEPT_IF_TRAINING) or extra.get(KEPT_IF_CUDA))
+        keys = (SILENCED_BY_FLAG, KEPT_IF_TRAINING, KEPT_IF_CUDA, KEPT_IF_PASSED_A_GRADIENT)
+        return any(extra.get(key) for key in keys)
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
         """A condition that needs a backward pass cannot happen in runs that never train, nor a
         CUDA-only one in runs that never leave the CPU; one entry point that enables the flag
         silences the findings it makes deterministic."""
-        kept = [d for d in diagnostics if _condition_can_hold(project, d)]
+        kept = [d for d in diagnostics if _condition_can_hold(project, d) and not _callers_pass_no_gradient(project, d)]
         if any(d.extra.get(SILENCED_BY_FLAG) for d in kept) and project.deterministic_mode_enabled():
             kept = [d for d in kept if not d.extra.get(SILENCED_BY_FLAG)]
         return kept
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.undecided: List[Tuple[cst.CSTNode, Tuple[Optional[str], str], Optional[str], Optional[str]]] = []
+        self.undecided: List[
+            Tuple[cst.CSTNode, Tuple[Optional[str], str], Optional[str], Optional[str], Tuple[Tuple[str, int], ...]]
+        ] = []
 
     def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -142,28 +155,43 @@ class _AutogradAware(Rule):
         without_grad = self.message_for(node, True)
         if without_grad == message:
             return message
-        self.undecided.append((node, identity, message, without_grad))
+        # Read now, while the function's bindings are in view.
+        params = gradient_parameters(self.context, node) if without_grad is None else ()
+        self.undecided.append((node, identity, message, without_grad, params))
         return None
 
-    def extra_for(self, node: cst.Call) -> Optional[dict]:
-        """A finding whose condition holds only in a backward pass stands only where a run trains;
-        one whose condition needs CUDA, only where a run may use it (`refine` decides)."""
-        extra = {}
+    def extra_for(self, node: cst.Call, params: Tuple[Tuple[str, int], ...] = ()) -> Optional[dict]:
+        """A finding whose condition holds only in a backward pass stands only where a run trains
+        (and, when its gradient can only come from the function's parameters, where a caller passes
+        one); one whose condition needs CUDA, only where a run may use it (`refine` decides)."""
+        extra: dict = {}
         if self.message_for(node, True) is None:
             extra[KEPT_IF_TRAINING] = True
+            if params:
+                extra[KEPT_IF_PASSED_A_GRADIENT] = [list(param) for param in params]
         if all(match.cuda_only for match in match_operations(self.context, node)):
             extra[KEPT_IF_CUDA] = True
         return extra or None
 
-    def decided(self) -> List[Tuple[cst.CSTNode, str]]:
+    def decided(self) -> List[Tuple[cst.CSTNode, str, Tuple[Tuple[str, int], ...]]]:
         scopes = self.context.scopes
         found = []
-        for node, identity, message, without_grad in self.undecided:
+        for node, identity, message, without_grad, params in self.undecided:
             chosen = without_grad if scopes.only_called_without_grad(identity) else message
             if chosen is not None:
-                found.append((node, chosen))
+                # A function also used other than by a call (passed, stored) may be called with anything.
+                handed_on = identity in scopes.escapes
+                found.append((node, chosen, params if chosen is message and not handed_on else ()))
         self.undecided = []
         return found
+
+
+def _callers_pass_no_gradient(project, diagnostic: Diagnostic) -> bool:
+    params = diagnostic.extra.get(KEPT_IF_PASSED_A_GRADIENT)
+    if not params:
+        return False
+    node = project.node_at(diagnostic.path, project.analysed_line(diagnostic))
+    return project.passed_without_gradient(node, tuple((name, position) for name, position in params))
 
 
 def _condition_can_hold(project, diagnostic: Diagnostic) -> bool:
@@ -182,8 +210,8 @@ class _ReportedWhereCalled(_AutogradAware):
             self.report(node, message, extra=self.extra_for(node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for node, message in self.decided():
-            self.report(node, message, extra=self.extra_for(node))
+        for node, message, params in self.decided():
+            self.report(node, message, extra=self.extra_for(node, params))
 
 
 class _FlagAware(_AutogradAware):
@@ -193,7 +221,7 @@ class _FlagAware(_AutogradAware):
         super().__init__(context)
         self.assume_enabled = bool(context.settings.assume_deterministic_mode)
         self.enabled = False
-        self.pending: List[Tuple[cst.CSTNode, str]] = []
+        self.pending: List[Tuple[cst.CSTNode, str, Tuple[Tuple[str, int], ...]]] = []
 
     def note_flag(self, call: cst.Call) -> None:
         if not self.enabled and enables_deterministic_mode(self.context, call):
@@ -203,8 +231,8 @@ class _FlagAware(_AutogradAware):
         self.pending.extend(self.decided())
         if not (self.enabled or self.assume_enabled):
             # An entry point elsewhere may enable the flag: the project phase decides.
-            for node, message in self.pending:
-                self.report(node, message, extra={SILENCED_BY_FLAG: True, **(self.extra_for(node) or {})})
+            for node, message, params in self.pending:
+                self.report(node, message, extra={SILENCED_BY_FLAG: True, **(self.extra_for(node, params) or {})})
         self.pending = []
 
 
@@ -413,7 +441,7 @@ class NondeterministicOp(_FlagAware):
             return
         message = self.consider(node)
         if message is not None:
-            self.pending.append((node, message))
+            self.pending.append((node, message, ()))
 
     def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
         matches = match_operations(self.context, node, assume_no_grad=assume_no_grad)

@@ -234,6 +234,8 @@ class _Frame:
     local_defs: Dict[str, Tuple[Optional[str], str]] = field(default_factory=dict)  # nested functions -> identity
     # A name bound by `for x in xs` (a loop or a comprehension) -> every `xs` it iterated over.
     iterated: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
+    # A function's parameters -> their position in a call (`self` not counted; -1: keyword-only).
+    params: Dict[str, int] = field(default_factory=dict)
 
 
 _EMPTY_INIT_CONTEXTS = frozenset(
@@ -513,6 +515,100 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if inner.plain and inner.no_grad and method not in _GRAD_METHODS and self._inputs_bring_no_grad(node, depth, before):
                 return replace(inner, cpu=inner.cpu and method not in _MOVING_METHODS)
         return TensorState()
+
+    def gradient_parameters(
+        self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None
+    ) -> Optional[FrozenSet[str]]:
+        """The parameters of the enclosing function that a tensor expression can get a gradient from,
+        when nothing else can give it one (`posemb.permute(0, 3, 1, 2)`, `torch.cat([a, b])` of
+        parameters, a plain function of them): the callers decide. None when a module, `self`, a
+        global or a call of an unknown object may bring one."""
+        if node is None or depth > MAX_TENSOR_DEPTH:
+            return None
+        if self.tensor_state(node, depth, before).no_grad:
+            return frozenset()
+        kind = type(node)
+        if kind is cst.Name:
+            name = node.value
+            values = self.values(name)
+            if before is not None and name in before:
+                values = values[: before[name]]
+            if not values:
+                return None
+            if values[-1] is None:
+                return frozenset({name}) if len(values) == 1 and name in self._function.params else None
+            return self.gradient_parameters(values[-1], depth + 1, {**(before or {}), name: len(values) - 1})
+        if literal(node) is not NOT_LITERAL or _shape_like(node, self.resolver):
+            return frozenset()
+        if kind is cst.Subscript:
+            return self.gradient_parameters(node.value, depth + 1, before)
+        if kind is cst.Attribute:
+            if type(node.value) is cst.Name and node.value.value in ("self", "cls"):
+                return None
+            return self.gradient_parameters(node.value, depth + 1, before)
+        if kind in _OPERATORS:
+            return self._union_parameters(_operands(node), depth, before)
+        if kind is cst.Tuple or kind is cst.List:
+            if any(type(e) is not cst.Element for e in node.elements):
+                return None
+            return self._union_parameters([e.value for e in node.elements], depth, before)
+        if kind is not cst.Call:
+            return None
+        func = node.func
+        inputs = [
+            arg.value
+            for arg in node.args
+            if not (arg.keyword is not None and arg.keyword.value in _NON_TENSOR_KEYWORDS) and not arg.star
+        ]
+        if any(arg.star for arg in node.args) or any(
+            arg.keyword is not None and arg.keyword.value == "requires_grad" for arg in node.args
+        ):
+            return None
+        if type(func) is cst.Attribute:
+            if func.attr.value in _GRAD_METHODS:
+                return None
+            qualified = self.resolver.qualified_name(func)
+            if qualified is None:  # a method of what the expression computes
+                return self._union_parameters([func.value, *inputs], depth, before)
+        elif type(func) is cst.Name:
+            qualified = self.resolver.qualified_name(func)
+            if qualified is None and not self._own_function(func.value):
+                return None
+        else:
+            return None
+        last = (qualified or dotted_name(func) or "").rsplit(".", 1)[-1]
+        if not last.lstrip("_")[:1].islower() or (qualified or "").startswith("builtins."):
+            return None  # a class (a module, `nn.Parameter`) or a builtin
+        # A function of them: torch's, a library's, or this file's (which may read a global module:
+        # not seen).
+        return self._union_parameters(inputs, depth, before)
+
+    def _union_parameters(
+        self, nodes: List[cst.BaseExpression], depth: int, before: Optional[Dict[str, int]]
+    ) -> Optional[FrozenSet[str]]:
+        found: FrozenSet[str] = frozenset()
+        for node in nodes:
+            more = self.gradient_parameters(node, depth + 1, before)
+            if more is None:
+                return None
+            found |= more
+        return found
+
+    def _own_function(self, name: str) -> bool:
+        """A function this file defines (module level or nested in an enclosing function), not a
+        parameter or a local value."""
+        if name in self._local_def_names:
+            return True
+        function = self._function
+        if name in function.names:
+            return False
+        values = self.frames[0].names.get(name)
+        return values is not None and all(value is None for value in values) and name not in self.local_classes
+
+    def parameter_positions(self, names: FrozenSet[str]) -> Tuple[Tuple[str, int], ...]:
+        """Parameters of the enclosing function with their position in a call (-1: keyword-only)."""
+        params = self._function.params
+        return tuple(sorted((name, params[name]) for name in names if name in params))
 
     def _inputs_bring_no_grad(self, call: cst.Call, depth: int, before: Optional[Dict[str, int]]) -> bool:
         """Every argument that may be a tensor brings no gradient, and none asks for one."""
@@ -952,6 +1048,12 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 frame.names[star.name.value] = [None]
+        positional = [*params.posonly_params, *params.params]
+        static = any(dotted_name(d.decorator) in ("staticmethod",) for d in node.decorators)
+        if owner.kind == "class" and not static:
+            positional = positional[1:]  # `self`/`cls`: the call's receiver
+        frame.params = {param.name.value: index for index, param in enumerate(positional)}
+        frame.params.update((param.name.value, -1) for param in params.kwonly_params)
         self._callee_nodes.update(
             id(name)
             for name in (node.name, *(param.name for param in (*params.posonly_params, *params.params, *params.kwonly_params)))
@@ -1164,6 +1266,11 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             effect = self._grad_effect(node.value)
             if effect is not None and self.resolver.qualified_name(node.value.func) in GRAD_SWITCHES:
                 self._function.grad_off = not effect
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        # Importing a function is no use of it.
+        names = [node.name, node.asname.name if node.asname is not None else None]
+        self._callee_nodes.update(id(name) for name in names if type(name) is cst.Name)
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self._callee_nodes:

@@ -29,7 +29,7 @@ CACHE_DIR_NAME = ".torchdet_lint_cache"
 # 3: FileSummary.aliases; 4: star imports; 5: the modules of `from m import` statements; 6: set_epoch
 # receivers with their origin; 7: FileResult.suppressed; 8: the resume-data, rank-order and library
 # checkpoint facts, and draws through loop and comprehension names).
-_FORMAT = 8
+_FORMAT = 9
 
 
 def _catalog_fingerprint() -> str:

@@ -178,6 +178,10 @@ def is_main_guard(node: cst.If) -> bool:
     )
 
 
+# Calls of one first-party target whose arguments are kept per calling function (`call_gradients`).
+MAX_GRADIENT_CALLS = 16
+
+
 class _CallFacts(NamedTuple):
     """One call as every part of `SummaryCollector.visit_Call` reads it."""
 
@@ -667,6 +671,54 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 if key not in passed:
                     passed.append(key)
 
+    def _call_gradients(self, node: cst.Call, target: str, function: FunctionSummary) -> None:
+        """What each argument of a first-party call carries of a gradient (`call_gradients`)."""
+        calls = function.call_gradients.setdefault(target, [])
+        if len(calls) > MAX_GRADIENT_CALLS:
+            return
+        scopes = self.context.scopes
+        if len(calls) == MAX_GRADIENT_CALLS:
+            calls.append((False, True, {}))  # too many to keep: the callee's parameters may get anything
+            return
+        off = scopes.grad_disabled
+        arguments: Dict[str, str] = {}
+        hidden = False
+        for index, arg in enumerate(node.args):
+            if arg.star:
+                hidden = True
+                continue
+            key = arg.keyword.value if arg.keyword is not None else f"#{index}"
+            if off:
+                arguments[key] = ""
+                continue
+            names = scopes.gradient_parameters(arg.value)
+            if names is None:
+                arguments[key] = "?"
+            else:
+                arguments[key] = ",".join(f"{name}#{position}" for name, position in scopes.parameter_positions(names))
+        calls.append((off, hidden, arguments))
+
+    def _handed_on(self) -> None:
+        """The first-party functions used here other than by a call (`handed_on`)."""
+        if not self.context.imports_torch:
+            return
+        handed = self.summary.handed_on
+        methods: Dict[str, List[str]] = {}
+        for key in self.summary.functions:
+            methods.setdefault(key.rpartition(".")[2], []).append(key)
+        for owner, name in self.context.scopes.escapes:
+            if owner == "self":
+                found = ["." + key for key in methods.get(name, ()) if "." in key and "<locals>" not in key]
+            elif owner is None:
+                if name in self.summary.functions:
+                    found = ["." + name]
+                else:
+                    qualified = self.resolver.module_final.get(name)
+                    found = [qualified] if qualified and self._first_party(qualified) else []
+            else:
+                found = []
+            handed.extend(target for target in found if target not in handed)
+
     # -- names ---------------------------------------------------------------------------------
     def _target(self, node: cst.CSTNode, qualified: Any = NOT_LITERAL) -> Optional[str]:
         """A call target or reference: a qualified name, or ".name" for this file's own code."""
@@ -878,6 +930,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.add_call(target, seen)
             if node.args and self._first_party(target):
                 self._call_flags(node, target, function)
+                if self.context.imports_torch:
+                    self._call_gradients(node, target, function)
             if self._first_party(target):
                 self.construction_depths[id(node)] = self._branch_depth()
         if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
@@ -1798,6 +1852,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     # -- the end: offsets the project fixes need ------------------------------------------------------
     def finish(self) -> None:
         self._decide_raising()
+        self._handed_on()
         self._dispatch()
         summary = self.summary
         for function, site, identity in self.bound_modules:

@@ -107,6 +107,11 @@ class FunctionSummary:
     # First-party call target -> the parameters (names, or "#<position>") it is passed a value
     # that may be true for: what turns on the settings a callee makes under `if <parameter>:`.
     call_flags: Dict[str, List[str]] = field(default_factory=dict)
+    # First-party call target -> one record per call: (no gradient flows at the call, a `*`/`**`
+    # argument hides what is passed, argument -> what it carries). An argument ("#<position>" or its
+    # keyword) maps to "" (no gradient), "?" (may carry one), or the parameters of this function it
+    # gets its gradient from ("x#0,y#-1"): whether a callee's backward-only kernel runs.
+    call_gradients: Dict[str, List[Tuple[bool, bool, Dict[str, str]]]] = field(default_factory=dict)
     # First-party constructions (and factories) whose result's parameters a strict `load_state_dict`
     # in this function overwrites: their initial draws do not count for TDL001.
     loaded: List[str] = field(default_factory=list)
@@ -310,6 +315,9 @@ class FileSummary:
     # Loops over loaders, skips and restored positions (TDL010); orders the ranks share (TDL011).
     resume_data: Optional["ResumeDataFacts"] = None
     rank_order: Optional["RankOrderFacts"] = None
+    # First-party functions this file uses other than by calling them (passed, stored, mapped), as
+    # call targets: code the project does not show may call them with anything.
+    handed_on: List[str] = field(default_factory=list)
     # The facts of other collectors the rules declare (`BaseRule.collectors`), by collector name:
     # a new collector keeps its facts here, so adding one needs no field above.
     facts: Dict[str, Any] = field(default_factory=dict)
