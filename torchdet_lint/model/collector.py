@@ -24,7 +24,7 @@ from torchdet_lint.core.names import (
     literal,
     opaque_keywords,
 )
-from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
+from torchdet_lint.core.operations import OperationMatch, backward_only_module, gradient_parameters, match_operations
 from torchdet_lint.core.registrations import LIBRARY_METHODS, stores_functions
 from torchdet_lint.core.source import block_top_line
 from torchdet_lint.model.facts import (
@@ -254,7 +254,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.ifs: List[List[Any]] = []
         # Raising operations whose gradient question is decided at the end of the file, as TDL202
         # decides it: (function, call index, the function's identity, as found, as without a gradient).
-        self.raising_undecided: List[Tuple[FunctionSummary, int, Any, Optional[OperationMatch], Optional[OperationMatch]]] = []
+        self.raising_undecided: List[
+            Tuple[FunctionSummary, int, Any, Optional[OperationMatch], Optional[OperationMatch], str]
+        ] = []
         self.makers = Makers(context.scopes, context.first_party)
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
@@ -1130,6 +1132,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     ):
                         # Backward-only here: counted at the end unless the function only runs without
                         # gradient (a backward formula registered below, a helper of a no-grad caller).
+                        found.gradient_from = _gradient_text(gradient_parameters(self.context, node))
                         self.bound_modules.append((function, found, scopes.function_identity))
                     else:
                         # Evidence only in a run that trains when no forward condition holds.
@@ -1664,21 +1667,27 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         identity = scopes.function_identity
         if identity is not None and not scopes.grad_disabled and without_grad != found:
-            self.raising_undecided.append((function, index, identity, found, without_grad))
+            gradient = _gradient_text(gradient_parameters(self.context, node)) if without_grad is None else ""
+            self.raising_undecided.append((function, index, identity, found, without_grad, gradient))
             return
         self._add_raising(function, index, found, without_grad is None)
 
-    def _add_raising(self, function: FunctionSummary, index: int, match: OperationMatch, backward: bool) -> None:
+    def _add_raising(
+        self, function: FunctionSummary, index: int, match: OperationMatch, backward: bool, gradient: str = ""
+    ) -> None:
         verb = "raises" if match.certain else "may raise"
-        site = self._located(Site(0, f"`{match.name}` {verb}", backward=backward, cuda_only=match.cuda_only), "call", index)
+        site = Site(0, f"`{match.name}` {verb}", backward=backward, cuda_only=match.cuda_only, gradient_from=gradient)
+        site = self._located(site, "call", index)
         function.add_raising(RAISING_STRICT if match.strict_only else RAISING_ALWAYS, site)
 
     def _decide_raising(self) -> None:
         scopes = self.context.scopes
-        for function, index, identity, found, without_grad in self.raising_undecided:
+        for function, index, identity, found, without_grad, gradient in self.raising_undecided:
             chosen = without_grad if scopes.only_called_without_grad(identity) else found
             if chosen is not None:
-                self._add_raising(function, index, chosen, chosen is found and without_grad is None)
+                backward = chosen is found and without_grad is None
+                gradient = gradient if backward and identity not in scopes.escapes else ""
+                self._add_raising(function, index, chosen, backward, gradient)
         self.raising_undecided = []
         for function, index, node, found, backward in self.spatial_undecided:
             # A call with visibly spatial input: TDL202 reports the loss in every profile.
@@ -1856,6 +1865,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self._dispatch()
         summary = self.summary
         for function, site, identity in self.bound_modules:
+            if identity in self.context.scopes.escapes:
+                site.gradient_from = ""  # handed on: may be called with anything
             if not self.context.scopes.only_called_without_grad(identity):
                 _add_op(function.ops, site, True)
         summary.imports = list(self.resolver.imported_modules)
@@ -1995,6 +2006,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             edit = context.import_edit(module)
             if edit is not None:
                 self.summary.rng_import_edits[module] = (edit.start, edit.content)
+
+
+def _gradient_text(params: Tuple[Tuple[str, int], ...]) -> str:
+    """`Site.gradient_from`: "x#0,y#-1"."""
+    return ",".join(f"{name}#{position}" for name, position in params)
 
 
 def _add_op(ops: List[Site], site: Site, backward: bool) -> None:

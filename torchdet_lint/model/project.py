@@ -795,8 +795,11 @@ class Project:
         for kind, site in function.covers.items():
             own.covers[kind] = Located(display, site)
         own.cuda = [Located(display, s) for s in function.cuda]
-        own.ops = [Located(display, s) for s in function.ops]
-        own.raising = {profile: [Located(display, s) for s in sites] for profile, sites in function.raising.items()}
+        own.ops = [Located(display, s) for s in function.ops if self._evidence_holds(node, s)]
+        own.raising = {
+            profile: [Located(display, s) for s in sites if self._evidence_holds(node, s)]
+            for profile, sites in function.raising.items()
+        }
         own.loading = [Located(display, s) for s in function.loading]
         own.trains = [Located(display, function.trains)] if function.trains is not None else []
         own.moves = [Located(display, function.moves)] if function.moves is not None else []
@@ -1107,6 +1110,17 @@ class Project:
         return node not in self._condition_nodes[(False, False)] or node in self._condition_nodes[key]
 
     # -- gradients passed by callers ------------------------------------------------------------
+    def _evidence_holds(self, node: Node, site: Site) -> bool:
+        """A backward-only operation on tensors that get a gradient only from the function's
+        parameters is no evidence when every call of the function passes them none."""
+        if not site.gradient_from:
+            return True
+        params = []
+        for part in site.gradient_from.split(","):
+            name, _, position = part.rpartition("#")
+            params.append((name, int(position)))
+        return not self.passed_without_gradient(node, tuple(sorted(params)))
+
     def _gradient_calls(self) -> Dict[Node, List[Tuple[Node, bool, bool, Dict[str, str]]]]:
         """Each first-party function -> its calls in the project: (calling function, no gradient
         flows at the call, hidden arguments, what each argument carries)."""

@@ -48,6 +48,9 @@ class Site:
     # A module's construction whose parameters a strict `load_state_dict` of the same object then
     # overwrites: its initial draws do not reach the run's numbers.
     overwritten: bool = False
+    # A backward-only operation whose tensors get a gradient only from these parameters of its
+    # function ("x#0,y#-1"): evidence only where some call of the function passes one a gradient.
+    gradient_from: str = ""
 
 
 @dataclass
