@@ -515,7 +515,13 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     `batch["mask"]`, `batch.mask`, `masks[:, 0]`), `next(iter(loader))`,
     what `torch.load` (`torch.hub.load_state_dict_from_url`, safetensors'
     `load_file`) reads, `torch.from_numpy(...)`, `.detach()`, results
-    computed under `no_grad`/`inference_mode`, the `.to(...)`, `.cuda()`,
+    computed under `no_grad`/`inference_mode`, a state dict's tensors (what
+    `model.state_dict()` returns, unless `keep_vars=True`: detached copies;
+    a parameter named as a state dict or checkpoint, `state_dict`,
+    `pretrained_state_dict`, `checkpoint`, `ckpt`, `sd`, or annotated with a
+    `StateDict` type, as in a `checkpoint_filter_fn(state_dict, model)`; their
+    items, `.get(...)` and what a `for` loop over their `.items()` or
+    `.values()` yields), the `.to(...)`, `.cuda()`,
     `.float()` and other casts of these, and the results of torch functions
     and operators whose tensor inputs are all such values (`torch.cat([m,
     m])`, `mask * 2`: no module call, no parameter, no `requires_grad=True`).
@@ -528,7 +534,27 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     `val_dataloader`, a parameter too) or annotated with a loader class,
     unless it is visibly bound to something else (a list, a comprehension):
     code that iterates a loader-named object reads data, and training code
-    hands loaders to its train functions as parameters. A pickled module
+    hands loaders to its train functions as parameters. `torch.Tensor(data)`
+    is the legacy constructor of the default type: a CPU tensor without
+    gradient.
+
+    Values passed in by callers: when the tensors a backward-only kernel
+    differentiates get a gradient only from the enclosing function's
+    parameters (`posemb` in `F.interpolate(posemb.permute(0, 3, 1, 2), ...)`;
+    through indexing, attributes, methods, operators, and torch, library or
+    this file's plain functions of them: no module call, no `self`, no
+    global), the project's calls of the function decide: the finding is
+    silent when every call passes those parameters values without gradient
+    (the values above; a parameter left to its default counts as one),
+    runs where no gradient flows, or passes a parameter of its own caller
+    that is decided the same way in turn (a checkpoint filter handing a
+    state dict's items to `resize_pos_embed(posemb, ...)`, a nested helper
+    only called on `torch.zeros(...)` basis vectors). A function with no
+    call in the project, one handed on by name (a callback, `map(f, xs)`),
+    or one called with `*args`/`**kwargs` that may hold the parameter keeps
+    the finding: code the project does not show may call it with a
+    gradient. TDL302 counts such an operation as evidence the same way. A
+    pickled module
     that `torch.load` returns has parameters: an attribute of a
     `torch.load` result is not taken to be without gradient (its items
     are).
@@ -608,7 +634,15 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     otherwise (`train_dl`), and a helper of a backward formula defined in
     another file are not followed: they count as carrying a gradient. An
     iterable named like a loader that yields tensors with a gradient would
-    be taken for data.
+    be taken for data, and so would a parameter named like a state dict
+    that holds parameters (`state_dict(keep_vars=True)` handed on). The
+    names a comprehension binds are not followed
+    (`{k: F.interpolate(v) for k, v in sd.items()}` is reported). A plain
+    function of the parameters that reads a module from a global is taken
+    to bring no gradient of its own. A helper whose callers are all in the
+    project is judged by them, although users of a library may call it
+    otherwise; a helper called only from functions that nothing calls (a
+    library's unused public wrappers) is judged as called with a gradient.
 
     The cross-entropy and NLL losses (`nn.CrossEntropyLoss`, `nn.NLLLoss`,
     `F.cross_entropy`, `F.nll_loss`) raise on CUDA only for inputs of 3 or
