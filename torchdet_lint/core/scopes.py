@@ -569,6 +569,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return None
             qualified = self.resolver.qualified_name(func)
             if qualified is None:  # a method of what the expression computes
+                if func.attr.value in _NEUTRAL_METHODS:
+                    inputs = []  # sizes and dimensions (`.view(1, heads, h, w)`)
                 return self._union_parameters([func.value, *inputs], depth, before)
         elif type(func) is cst.Name:
             qualified = self.resolver.qualified_name(func)
