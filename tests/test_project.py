@@ -363,7 +363,8 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     unprotected = {
         "ops.py": ops,
         "run.py": (
-            "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n"
+            "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n"
+            "    up(torch.ones(1, 1, 2, 2, requires_grad=True)).sum().backward()\n"
         ),
     }
     diagnostics = lint_sources(unprotected, select=["TDL302"])
@@ -371,7 +372,7 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     protected = dict(unprotected, **{"helpers.py": helper})
     protected["run.py"] = (
         "import torch\nfrom helpers import deterministic\nfrom ops import up\n\n"
-        "if __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n"
+        "if __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2, requires_grad=True)).sum().backward()\n"
     )
     assert lint_sources(protected, select=["TDL302"]) == []
     assert lint_sources(unprotected, {"assume-deterministic-mode": True}, select=["TDL302"]) == []
