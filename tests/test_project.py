@@ -423,7 +423,8 @@ def test_tdl302_reads_the_gradient_question_as_tdl202_does() -> None:
     """A helper this file calls only under `torch.no_grad()` runs no backward: nothing raises, the fix stays."""
     helper = 'def up(x):\n    return F.interpolate(x, scale_factor=2, mode="bicubic")\n\n\n'
     main = (
-        'if __name__ == "__main__":\n    with torch.no_grad():\n        print(up(torch.ones(1, 1, 2, 2).cuda()))\n'
+        'if __name__ == "__main__":\n    with torch.no_grad():\n'
+        "        print(up(torch.ones(1, 1, 2, 2, requires_grad=True).cuda()))\n"
         "    torch.ones(1).sum().backward()\n"
     )
     source = "import torch\nimport torch.nn.functional as F\n\n\n" + helper + main
