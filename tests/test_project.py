@@ -363,7 +363,8 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     unprotected = {
         "ops.py": ops,
         "run.py": (
-            "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n"
+            "import torch\nfrom ops import up\n\nif __name__ == '__main__':\n"
+            "    up(torch.ones(1, 1, 2, 2, requires_grad=True)).sum().backward()\n"
         ),
     }
     diagnostics = lint_sources(unprotected, select=["TDL302"])
@@ -371,7 +372,7 @@ def test_tdl302_catalog_operations_and_enabling_helpers() -> None:
     protected = dict(unprotected, **{"helpers.py": helper})
     protected["run.py"] = (
         "import torch\nfrom helpers import deterministic\nfrom ops import up\n\n"
-        "if __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2)).sum().backward()\n"
+        "if __name__ == '__main__':\n    deterministic()\n    up(torch.ones(1, 1, 2, 2, requires_grad=True)).sum().backward()\n"
     )
     assert lint_sources(protected, select=["TDL302"]) == []
     assert lint_sources(unprotected, {"assume-deterministic-mode": True}, select=["TDL302"]) == []
@@ -422,7 +423,8 @@ def test_tdl302_reads_the_gradient_question_as_tdl202_does() -> None:
     """A helper this file calls only under `torch.no_grad()` runs no backward: nothing raises, the fix stays."""
     helper = 'def up(x):\n    return F.interpolate(x, scale_factor=2, mode="bicubic")\n\n\n'
     main = (
-        'if __name__ == "__main__":\n    with torch.no_grad():\n        print(up(torch.ones(1, 1, 2, 2).cuda()))\n'
+        'if __name__ == "__main__":\n    with torch.no_grad():\n'
+        "        print(up(torch.ones(1, 1, 2, 2, requires_grad=True).cuda()))\n"
         "    torch.ones(1).sum().backward()\n"
     )
     source = "import torch\nimport torch.nn.functional as F\n\n\n" + helper + main

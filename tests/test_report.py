@@ -204,7 +204,7 @@ def test_third_party_kernels_reached_through_a_helper_module(tmp_path: Path) -> 
     )
     (tmp_path / "train.py").write_text(
         "import torch\n\nfrom attention import attend\n\nif __name__ == '__main__':\n"
-        "    q = torch.ones(2).cuda()\n    attend(q, q, q).sum().backward()\n",
+        "    q = torch.ones(2, requires_grad=True).cuda()\n    attend(q, q, q).sum().backward()\n",
         encoding="utf-8",
     )
     (tmp_path / "serve.py").write_text(

@@ -132,7 +132,12 @@ class DeterministicModeNotEnabled(ProjectRule):
     forward pass the flag governs (a convolution, `index_add_`,
     `scatter_add_`, ...). The same holds for the operations that withhold the
     fix: one that raises only in its backward pass stops only a run that
-    trains. A run whose reach passes through code the analysis cannot follow
+    trains. Such an operation counts only where a gradient can reach it, as
+    TDL202 decides: not on values without gradient, and not in a helper
+    whose tensors get a gradient only from its parameters when every call of
+    it in the project passes none (a `resize_pos_embed(posemb, ...)` called
+    by a checkpoint filter on a state dict's items is no evidence, and
+    withholds no fix). A run whose reach passes through code the analysis cannot follow
     (a class named by a string from configuration) may train there: it is
     never concluded not to train. But when nothing it was seen to reach
     trains and what it reaches matters only in a run that trains (CUDA work

@@ -29,6 +29,7 @@ from torchdet_lint.core.names import find_arg, literal
 from torchdet_lint.core.operations import (
     OperationMatch,
     backward_only_module,
+    gradient_parameters,
     match_operations,
     match_third_party,
     matches_assuming,
@@ -113,6 +114,10 @@ DECIDED_BY_CALLERS = "decided_by_what_callers_pass"
 # its being None): a value is judged by the probe it equals, or by the "other" probe.
 _PROBED_KINDS = frozenset({"in", "not-in", "given", "absent", "tensor", "not-names"})
 _OTHER = "\x00a value no condition names"
+# the tensors a backward-only condition differentiates get their gradient only from these parameters
+# of the enclosing function ([name, position]): the finding stands unless every call of the function
+# in the project passes them values without gradient (or runs where none flows).
+KEPT_IF_PASSED_A_GRADIENT = "kept_if_a_caller_passes_a_gradient"
 
 
 class _AutogradAware(Rule):
@@ -123,21 +128,24 @@ class _AutogradAware(Rule):
     @classmethod
     def needs_project(cls, diagnostic: Diagnostic) -> bool:
         extra = diagnostic.extra
-        return bool(extra.get(SILENCED_BY_FLAG) or extra.get(KEPT_IF_TRAINING) or extra.get(KEPT_IF_CUDA))
+        keys = (SILENCED_BY_FLAG, KEPT_IF_TRAINING, KEPT_IF_CUDA, KEPT_IF_PASSED_A_GRADIENT)
+        return any(extra.get(key) for key in keys)
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
         """A condition that needs a backward pass cannot happen in runs that never train, nor a
         CUDA-only one in runs that never leave the CPU; one entry point that enables the flag
         silences the findings it makes deterministic."""
-        kept = [d for d in diagnostics if _condition_can_hold(project, d)]
+        kept = [d for d in diagnostics if _condition_can_hold(project, d) and not _callers_pass_no_gradient(project, d)]
         if any(d.extra.get(SILENCED_BY_FLAG) for d in kept) and project.deterministic_mode_enabled():
             kept = [d for d in kept if not d.extra.get(SILENCED_BY_FLAG)]
         return kept
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.undecided: List[Tuple[cst.CSTNode, Tuple[Optional[str], str], Optional[str], Optional[str]]] = []
+        self.undecided: List[
+            Tuple[cst.CSTNode, Tuple[Optional[str], str], Optional[str], Optional[str], Tuple[Tuple[str, int], ...]]
+        ] = []
 
     def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -161,26 +169,33 @@ class _AutogradAware(Rule):
         without_grad = self.message_for(node, True)
         if without_grad == message:
             return message
-        self.undecided.append((node, identity, message, without_grad))
+        # Read now, while the function's bindings are in view.
+        params = gradient_parameters(self.context, node) if without_grad is None else ()
+        self.undecided.append((node, identity, message, without_grad, params))
         return None
 
-    def extra_for(self, node: cst.Call) -> Optional[dict]:
-        """A finding whose condition holds only in a backward pass stands only where a run trains;
-        one whose condition needs CUDA, only where a run may use it (`refine` decides)."""
-        extra = {}
+    def extra_for(self, node: cst.Call, params: Tuple[Tuple[str, int], ...] = ()) -> Optional[dict]:
+        """A finding whose condition holds only in a backward pass stands only where a run trains
+        (and, when its gradient can only come from the function's parameters, where a caller passes
+        one); one whose condition needs CUDA, only where a run may use it (`refine` decides)."""
+        extra: dict = {}
         if self.message_for(node, True) is None:
             extra[KEPT_IF_TRAINING] = True
+            if params:
+                extra[KEPT_IF_PASSED_A_GRADIENT] = [list(param) for param in params]
         if all(match.cuda_only for match in match_operations(self.context, node)):
             extra[KEPT_IF_CUDA] = True
         return extra or None
 
-    def decided(self) -> List[Tuple[cst.CSTNode, str]]:
+    def decided(self) -> List[Tuple[cst.CSTNode, str, Tuple[Tuple[str, int], ...]]]:
         scopes = self.context.scopes
         found = []
-        for node, identity, message, without_grad in self.undecided:
+        for node, identity, message, without_grad, params in self.undecided:
             chosen = without_grad if scopes.only_called_without_grad(identity) else message
             if chosen is not None:
-                found.append((node, chosen))
+                # A function also used other than by a call (passed, stored) may be called with anything.
+                handed_on = identity in scopes.escapes
+                found.append((node, chosen, params if chosen is message and not handed_on else ()))
         self.undecided = []
         return found
 
@@ -228,6 +243,14 @@ def _callers_rule_out(project, diagnostic: Diagnostic) -> bool:
     return True
 
 
+def _callers_pass_no_gradient(project, diagnostic: Diagnostic) -> bool:
+    params = diagnostic.extra.get(KEPT_IF_PASSED_A_GRADIENT)
+    if not params:
+        return False
+    node = project.node_at(diagnostic.path, project.analysed_line(diagnostic))
+    return project.passed_without_gradient(node, tuple((name, position) for name, position in params))
+
+
 def _condition_can_hold(project, diagnostic: Diagnostic) -> bool:
     backward, cuda = bool(diagnostic.extra.get(KEPT_IF_TRAINING)), bool(diagnostic.extra.get(KEPT_IF_CUDA))
     if not (backward or cuda):
@@ -244,8 +267,8 @@ class _ReportedWhereCalled(_AutogradAware):
             self.report(node, message, extra=self.extra_for(node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for node, message in self.decided():
-            self.report(node, message, extra=self.extra_for(node))
+        for node, message, params in self.decided():
+            self.report(node, message, extra=self.extra_for(node, params))
 
 
 class _FlagAware(_AutogradAware):
@@ -255,7 +278,7 @@ class _FlagAware(_AutogradAware):
         super().__init__(context)
         self.assume_enabled = bool(context.settings.assume_deterministic_mode)
         self.enabled = False
-        self.pending: List[Tuple[cst.CSTNode, str]] = []
+        self.pending: List[Tuple[cst.CSTNode, str, Tuple[Tuple[str, int], ...]]] = []
 
     def note_flag(self, call: cst.Call) -> None:
         if not self.enabled and enables_deterministic_mode(self.context, call):
@@ -265,8 +288,8 @@ class _FlagAware(_AutogradAware):
         self.pending.extend(self.decided())
         if not (self.enabled or self.assume_enabled):
             # An entry point elsewhere may enable the flag: the project phase decides.
-            for node, message in self.pending:
-                self.report(node, message, extra={SILENCED_BY_FLAG: True, **(self.extra_for(node) or {})})
+            for node, message, params in self.pending:
+                self.report(node, message, extra={SILENCED_BY_FLAG: True, **(self.extra_for(node, params) or {})})
         self.pending = []
 
 
@@ -482,7 +505,7 @@ class NondeterministicOp(_FlagAware):
             return
         message = self.consider(node)
         if message is not None:
-            self.pending.append((node, message))
+            self.pending.append((node, message, ()))
 
     def message_for(self, node: cst.Call, assume_no_grad: bool) -> Optional[str]:
         matches = match_operations(self.context, node, assume_no_grad=assume_no_grad)
@@ -556,7 +579,13 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     `batch["mask"]`, `batch.mask`, `masks[:, 0]`), `next(iter(loader))`,
     what `torch.load` (`torch.hub.load_state_dict_from_url`, safetensors'
     `load_file`) reads, `torch.from_numpy(...)`, `.detach()`, results
-    computed under `no_grad`/`inference_mode`, the `.to(...)`, `.cuda()`,
+    computed under `no_grad`/`inference_mode`, a state dict's tensors (what
+    `model.state_dict()` returns, unless `keep_vars=True`: detached copies;
+    a parameter named as a state dict or checkpoint, `state_dict`,
+    `pretrained_state_dict`, `checkpoint`, `ckpt`, `sd`, or annotated with a
+    `StateDict` type, as in a `checkpoint_filter_fn(state_dict, model)`; their
+    items, `.get(...)` and what a `for` loop over their `.items()` or
+    `.values()` yields), the `.to(...)`, `.cuda()`,
     `.float()` and other casts of these, and the results of torch functions
     and operators whose tensor inputs are all such values (`torch.cat([m,
     m])`, `mask * 2`: no module call, no parameter, no `requires_grad=True`).
@@ -569,7 +598,27 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     `val_dataloader`, a parameter too) or annotated with a loader class,
     unless it is visibly bound to something else (a list, a comprehension):
     code that iterates a loader-named object reads data, and training code
-    hands loaders to its train functions as parameters. A pickled module
+    hands loaders to its train functions as parameters. `torch.Tensor(data)`
+    is the legacy constructor of the default type: a CPU tensor without
+    gradient.
+
+    Values passed in by callers: when the tensors a backward-only kernel
+    differentiates get a gradient only from the enclosing function's
+    parameters (`posemb` in `F.interpolate(posemb.permute(0, 3, 1, 2), ...)`;
+    through indexing, attributes, methods, operators, and torch, library or
+    this file's plain functions of them: no module call, no `self`, no
+    global), the project's calls of the function decide: the finding is
+    silent when every call passes those parameters values without gradient
+    (the values above; a parameter left to its default counts as one),
+    runs where no gradient flows, or passes a parameter of its own caller
+    that is decided the same way in turn (a checkpoint filter handing a
+    state dict's items to `resize_pos_embed(posemb, ...)`, a nested helper
+    only called on `torch.zeros(...)` basis vectors). A function with no
+    call in the project, one handed on by name (a callback, `map(f, xs)`),
+    or one called with `*args`/`**kwargs` that may hold the parameter keeps
+    the finding: code the project does not show may call it with a
+    gradient. TDL302 counts such an operation as evidence the same way. A
+    pickled module
     that `torch.load` returns has parameters: an attribute of a
     `torch.load` result is not taken to be without gradient (its items
     are).
@@ -669,7 +718,15 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
     otherwise (`train_dl`), and a helper of a backward formula defined in
     another file are not followed: they count as carrying a gradient. An
     iterable named like a loader that yields tensors with a gradient would
-    be taken for data.
+    be taken for data, and so would a parameter named like a state dict
+    that holds parameters (`state_dict(keep_vars=True)` handed on). The
+    names a comprehension binds are not followed
+    (`{k: F.interpolate(v) for k, v in sd.items()}` is reported). A plain
+    function of the parameters that reads a module from a global is taken
+    to bring no gradient of its own. A helper whose callers are all in the
+    project is judged by them, although users of a library may call it
+    otherwise; a helper called only from functions that nothing calls (a
+    library's unused public wrappers) is judged as called with a gradient.
 
     The cross-entropy and NLL losses (`nn.CrossEntropyLoss`, `nn.NLLLoss`,
     `F.cross_entropy`, `F.nll_loss`) raise on CUDA only for inputs of 3 or

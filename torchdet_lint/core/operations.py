@@ -710,6 +710,32 @@ def match_third_party(
     return [m for m in _all_matches(context, call, catalog, assume_no_grad) if m.behavior == IGNORES_FLAG]
 
 
+def gradient_parameters(context, call: cst.Call, catalog: Optional[Catalog] = None) -> Tuple[Tuple[str, int], ...]:
+    """The parameters of the enclosing function (name, position in a call; -1: keyword-only) that
+    the tensors a backward kernel of this call differentiates get their gradient from, when
+    nothing else gives them one: whether the kernel runs is for the function's callers to say.
+    Empty when something else may bring a gradient (or none can)."""
+    index = _index(catalog or load_catalog())
+    entries = _candidates(context, call, index)
+    seen_as = call
+    if not entries:
+        stored = _stored(context, call, index)
+        if stored is None:
+            return ()
+        entries, seen_as = stored
+    scopes = context.scopes
+    found: frozenset = frozenset()
+    for entry in entries:
+        if entry.as_module:
+            return ()
+        for tensor in _gradient_tensors(entry, seen_as):
+            names = scopes.gradient_parameters(tensor)
+            if names is None:
+                return ()
+            found |= names
+    return scopes.parameter_positions(found)
+
+
 def backward_only_module(context, call: cst.Call, catalog: Optional[Catalog] = None) -> bool:
     """A module construction whose catalog conditions all need a backward pass (`nn.Embedding`):
     whether it matters depends on where the module is called, not on where it is built."""

@@ -69,7 +69,8 @@ _FACTORIES = frozenset(
 # `torch.tensor(...)` without `device=` (they refuse any other device); `torch.cuda.FloatTensor`
 # and its kin build CUDA tensors, without gradient too.
 _LEGACY_KINDS = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Byte", "Char", "Bool")
-_LEGACY_CPU_CONSTRUCTORS = frozenset(f"torch.{kind}Tensor" for kind in _LEGACY_KINDS)
+# `torch.Tensor(data)` is the same constructor for the default (float) type.
+_LEGACY_CPU_CONSTRUCTORS = frozenset(f"torch.{kind}Tensor" for kind in _LEGACY_KINDS) | {"torch.Tensor"}
 _LEGACY_CUDA_CONSTRUCTORS = frozenset(f"torch.cuda.{kind}Tensor" for kind in _LEGACY_KINDS)
 _NEUTRAL_METHODS = frozenset(
     {
@@ -126,6 +127,12 @@ _NON_TENSOR_KEYWORDS = frozenset(
     "kernel_size stride padding dilation ceil_mode count_include_pad return_indices p eps start_dim end_dim".split()
 )
 _GRAD_METHODS = frozenset({"requires_grad_"})
+# A state dict holds detached tensors: `model.state_dict()` (unless `keep_vars=True`), and a parameter
+# named or annotated as a state dict or checkpoint (`checkpoint_filter_fn(state_dict, model)`).
+_STATE_DICT_METHODS = frozenset({"state_dict"})
+_STATE_DICT_NAMES = ("state_dict", "checkpoint", "ckpt")
+# Iterating a dict of tensors without gradient yields them (`for k, v in state_dict.items()`).
+_DICT_ITERATION = frozenset({"items", "values"})
 _MOVING_METHODS = frozenset({"to", "cuda", "pin_memory"})
 # What is read off a tensor without being one: a shape is no input a gradient flows from.
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
@@ -227,6 +234,8 @@ class _Frame:
     local_defs: Dict[str, Tuple[Optional[str], str]] = field(default_factory=dict)  # nested functions -> identity
     # A name bound by `for x in xs` (a loop or a comprehension) -> every `xs` it iterated over.
     iterated: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
+    # A function's parameters -> their position in a call (`self` not counted; -1: keyword-only).
+    params: Dict[str, int] = field(default_factory=dict)
 
 
 _EMPTY_INIT_CONTEXTS = frozenset(
@@ -489,6 +498,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             inner = self.tensor_state(node.func.value, depth + 1, before)
             if method == "numpy":
                 return TensorState(True, True, True)
+            if method in _STATE_DICT_METHODS:
+                keep = find_arg(node, "keep_vars")
+                if keep is None or literal(keep.value) is False:
+                    return _NO_GRAD_DATA
             if method == "detach":
                 return TensorState(True, inner.cpu, True)
             if method == "cpu":
@@ -502,6 +515,102 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if inner.plain and inner.no_grad and method not in _GRAD_METHODS and self._inputs_bring_no_grad(node, depth, before):
                 return replace(inner, cpu=inner.cpu and method not in _MOVING_METHODS)
         return TensorState()
+
+    def gradient_parameters(
+        self, node: Optional[cst.BaseExpression], depth: int = 0, before: Optional[Dict[str, int]] = None
+    ) -> Optional[FrozenSet[str]]:
+        """The parameters of the enclosing function that a tensor expression can get a gradient from,
+        when nothing else can give it one (`posemb.permute(0, 3, 1, 2)`, `torch.cat([a, b])` of
+        parameters, a plain function of them): the callers decide. None when a module, `self`, a
+        global or a call of an unknown object may bring one."""
+        if node is None or depth > MAX_TENSOR_DEPTH:
+            return None
+        if self.tensor_state(node, depth, before).no_grad:
+            return frozenset()
+        kind = type(node)
+        if kind is cst.Name:
+            name = node.value
+            values = self.values(name)
+            if before is not None and name in before:
+                values = values[: before[name]]
+            if not values:
+                return None
+            if values[-1] is None:
+                return frozenset({name}) if len(values) == 1 and name in self._function.params else None
+            return self.gradient_parameters(values[-1], depth + 1, {**(before or {}), name: len(values) - 1})
+        if literal(node) is not NOT_LITERAL or _shape_like(node, self.resolver):
+            return frozenset()
+        if kind is cst.Subscript:
+            return self.gradient_parameters(node.value, depth + 1, before)
+        if kind is cst.Attribute:
+            if type(node.value) is cst.Name and node.value.value in ("self", "cls"):
+                return None
+            return self.gradient_parameters(node.value, depth + 1, before)
+        if kind in _OPERATORS:
+            return self._union_parameters(_operands(node), depth, before)
+        if kind is cst.Tuple or kind is cst.List:
+            if any(type(e) is not cst.Element for e in node.elements):
+                return None
+            return self._union_parameters([e.value for e in node.elements], depth, before)
+        if kind is not cst.Call:
+            return None
+        func = node.func
+        inputs = [
+            arg.value
+            for arg in node.args
+            if not (arg.keyword is not None and arg.keyword.value in _NON_TENSOR_KEYWORDS) and not arg.star
+        ]
+        if any(arg.star for arg in node.args) or any(
+            arg.keyword is not None and arg.keyword.value == "requires_grad" for arg in node.args
+        ):
+            return None
+        if type(func) is cst.Attribute:
+            if func.attr.value in _GRAD_METHODS:
+                return None
+            qualified = self.resolver.qualified_name(func)
+            if qualified is None:  # a method of what the expression computes
+                if func.attr.value in _NEUTRAL_METHODS:
+                    inputs = []  # sizes and dimensions (`.view(1, heads, h, w)`)
+                return self._union_parameters([func.value, *inputs], depth, before)
+        elif type(func) is cst.Name:
+            qualified = self.resolver.qualified_name(func)
+            if qualified is None and not self._own_function(func.value):
+                return None
+        else:
+            return None
+        last = (qualified or dotted_name(func) or "").rsplit(".", 1)[-1]
+        if not last.lstrip("_")[:1].islower() or (qualified or "").startswith("builtins."):
+            return None  # a class (a module, `nn.Parameter`) or a builtin
+        # A function of them: torch's, a library's, or this file's (which may read a global module:
+        # not seen).
+        return self._union_parameters(inputs, depth, before)
+
+    def _union_parameters(
+        self, nodes: List[cst.BaseExpression], depth: int, before: Optional[Dict[str, int]]
+    ) -> Optional[FrozenSet[str]]:
+        found: FrozenSet[str] = frozenset()
+        for node in nodes:
+            more = self.gradient_parameters(node, depth + 1, before)
+            if more is None:
+                return None
+            found |= more
+        return found
+
+    def _own_function(self, name: str) -> bool:
+        """A function this file defines (module level or nested in an enclosing function), not a
+        parameter or a local value."""
+        if name in self._local_def_names:
+            return True
+        function = self._function
+        if name in function.names:
+            return False
+        values = self.frames[0].names.get(name)
+        return values is not None and all(value is None for value in values) and name not in self.local_classes
+
+    def parameter_positions(self, names: FrozenSet[str]) -> Tuple[Tuple[str, int], ...]:
+        """Parameters of the enclosing function with their position in a call (-1: keyword-only)."""
+        params = self._function.params
+        return tuple(sorted((name, params[name]) for name in names if name in params))
 
     def _inputs_bring_no_grad(self, call: cst.Call, depth: int, before: Optional[Dict[str, int]]) -> bool:
         """Every argument that may be a tensor brings no gradient, and none asks for one."""
@@ -936,9 +1045,17 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             frame.names[param.name.value] = [None]
             if param.annotation is not None:
                 frame.annotations[param.name.value] = param.annotation.annotation
+            if _state_dict_parameter(param):
+                frame.part_states[(param.name.value, 0)] = _NO_GRAD_DATA
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 frame.names[star.name.value] = [None]
+        positional = [*params.posonly_params, *params.params]
+        static = any(dotted_name(d.decorator) in ("staticmethod",) for d in node.decorators)
+        if owner.kind == "class" and not static:
+            positional = positional[1:]  # `self`/`cls`: the call's receiver
+        frame.params = {param.name.value: index for index, param in enumerate(positional)}
+        frame.params.update((param.name.value, -1) for param in params.kwonly_params)
         self._callee_nodes.update(
             id(name)
             for name in (node.name, *(param.name for param in (*params.posonly_params, *params.params, *params.kwonly_params)))
@@ -1019,9 +1136,18 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             self._function.counters.add(counter)
         for part in self._loader_targets(node.target, node.iter):
             self._mark_parts(part, _NO_GRAD_DATA)
+        self._dict_iteration(node.target, node.iter)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, None)
+
+    def _dict_iteration(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for k, v in state_dict.items()`: the items of a dict of tensors without gradient have none."""
+        if type(iterable) is cst.Call and type(iterable.func) is cst.Attribute and not iterable.args:
+            if iterable.func.attr.value in _DICT_ITERATION:
+                state = self.tensor_state(iterable.func.value)
+                if state.plain and state.no_grad:
+                    self._mark_parts(target, state)
 
     def _comprehension(self, node: cst.BaseComp) -> None:
         # The element (`dist.sample()` in `[dist.sample() for dist in probs]`) is visited before
@@ -1143,6 +1269,11 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if effect is not None and self.resolver.qualified_name(node.value.func) in GRAD_SWITCHES:
                 self._function.grad_off = not effect
 
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        # Importing a function is no use of it.
+        names = [node.name, node.asname.name if node.asname is not None else None]
+        self._callee_nodes.update(id(name) for name in names if type(name) is cst.Name)
+
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self._callee_nodes:
             self.escapes.add(self._name_identity(node.value))
@@ -1196,6 +1327,19 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 pairs = self.keyword_dict(arg.value.value)
                 if pairs is not None:
                     remember_keyword_dict(arg, pairs)
+
+
+def _state_dict_parameter(param: cst.Param) -> bool:
+    """A parameter named (`state_dict`, `pretrained_state_dict`, `checkpoint`, `ckpt`, `sd`) or annotated
+    (`sd: StateDict`) as a state dict or checkpoint: a dict of detached tensors."""
+    name = param.name.value.lower()
+    words = name.split("_")
+    if "state_dict" in name or "statedict" in name or name == "sd" or any(word in _STATE_DICT_NAMES for word in words):
+        return True
+    if param.annotation is None:
+        return False
+    annotation = (dotted_name(param.annotation.annotation) or "").rsplit(".", 1)[-1].lower().replace("_", "")
+    return "statedict" in annotation
 
 
 def cpu_guard(test: cst.BaseExpression) -> Tuple[FrozenSet[str], FrozenSet[str]]:

@@ -24,7 +24,7 @@ from torchdet_lint.core.names import (
     literal,
     opaque_keywords,
 )
-from torchdet_lint.core.operations import OperationMatch, backward_only_module, match_operations
+from torchdet_lint.core.operations import OperationMatch, backward_only_module, gradient_parameters, match_operations
 from torchdet_lint.core.registrations import LIBRARY_METHODS, stores_functions
 from torchdet_lint.core.source import block_top_line
 from torchdet_lint.core.traversal import sub_nodes
@@ -189,6 +189,10 @@ def is_main_guard(node: cst.If) -> bool:
     )
 
 
+# Calls of one first-party target whose arguments are kept per calling function (`call_gradients`).
+MAX_GRADIENT_CALLS = 16
+
+
 class _CallFacts(NamedTuple):
     """One call as every part of `SummaryCollector.visit_Call` reads it."""
 
@@ -261,7 +265,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.ifs: List[List[Any]] = []
         # Raising operations whose gradient question is decided at the end of the file, as TDL202
         # decides it: (function, call index, the function's identity, as found, as without a gradient).
-        self.raising_undecided: List[Tuple[FunctionSummary, int, Any, Optional[OperationMatch], Optional[OperationMatch]]] = []
+        self.raising_undecided: List[
+            Tuple[FunctionSummary, int, Any, Optional[OperationMatch], Optional[OperationMatch], str]
+        ] = []
         self.makers = Makers(context.scopes, context.first_party)
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
         self.runs_tests = False  # the main block calls a test runner
@@ -741,6 +747,54 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             recorded.append((target, len(calls)))
         calls.append((self.key, arguments))
 
+    def _call_gradients(self, node: cst.Call, target: str, function: FunctionSummary) -> None:
+        """What each argument of a first-party call carries of a gradient (`call_gradients`)."""
+        calls = function.call_gradients.setdefault(target, [])
+        if len(calls) > MAX_GRADIENT_CALLS:
+            return
+        scopes = self.context.scopes
+        if len(calls) == MAX_GRADIENT_CALLS:
+            calls.append((False, True, {}))  # too many to keep: the callee's parameters may get anything
+            return
+        off = scopes.grad_disabled
+        arguments: Dict[str, str] = {}
+        hidden = False
+        for index, arg in enumerate(node.args):
+            if arg.star:
+                hidden = True
+                continue
+            key = arg.keyword.value if arg.keyword is not None else f"#{index}"
+            if off:
+                arguments[key] = ""
+                continue
+            names = scopes.gradient_parameters(arg.value)
+            if names is None:
+                arguments[key] = "?"
+            else:
+                arguments[key] = ",".join(f"{name}#{position}" for name, position in scopes.parameter_positions(names))
+        calls.append((off, hidden, arguments))
+
+    def _handed_on(self) -> None:
+        """The first-party functions used here other than by a call (`handed_on`)."""
+        if not self.context.imports_torch:
+            return
+        handed = self.summary.handed_on
+        methods: Dict[str, List[str]] = {}
+        for key in self.summary.functions:
+            methods.setdefault(key.rpartition(".")[2], []).append(key)
+        for owner, name in self.context.scopes.escapes:
+            if owner == "self":
+                found = ["." + key for key in methods.get(name, ()) if "." in key and "<locals>" not in key]
+            elif owner is None:
+                if name in self.summary.functions:
+                    found = ["." + name]
+                else:
+                    qualified = self.resolver.module_final.get(name)
+                    found = [qualified] if qualified and self._first_party(qualified) else []
+            else:
+                found = []
+            handed.extend(target for target in found if target not in handed)
+
     # -- names ---------------------------------------------------------------------------------
     def _target(self, node: cst.CSTNode, qualified: Any = NOT_LITERAL) -> Optional[str]:
         """A call target or reference: a qualified name, or ".name" for this file's own code."""
@@ -953,6 +1007,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.add_call(target, seen)
             if node.args and self._first_party(target):
                 self._call_flags(node, target, function)
+                if self.context.imports_torch:
+                    self._call_gradients(node, target, function)
             if self._first_party(target) or project_directory(self.context.settings.root, target):
                 self._call_arguments(node, target)
             if self._first_party(target):
@@ -1155,6 +1211,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     ):
                         # Backward-only here: counted at the end unless the function only runs without
                         # gradient (a backward formula registered below, a helper of a no-grad caller).
+                        found.gradient_from = _gradient_text(gradient_parameters(self.context, node))
                         self.bound_modules.append((function, found, scopes.function_identity))
                     else:
                         # Evidence only in a run that trains when no forward condition holds.
@@ -1691,21 +1748,27 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         identity = scopes.function_identity
         if identity is not None and not scopes.grad_disabled and without_grad != found:
-            self.raising_undecided.append((function, index, identity, found, without_grad))
+            gradient = _gradient_text(gradient_parameters(self.context, node)) if without_grad is None else ""
+            self.raising_undecided.append((function, index, identity, found, without_grad, gradient))
             return
         self._add_raising(function, index, found, without_grad is None)
 
-    def _add_raising(self, function: FunctionSummary, index: int, match: OperationMatch, backward: bool) -> None:
+    def _add_raising(
+        self, function: FunctionSummary, index: int, match: OperationMatch, backward: bool, gradient: str = ""
+    ) -> None:
         verb = "raises" if match.certain else "may raise"
-        site = self._located(Site(0, f"`{match.name}` {verb}", backward=backward, cuda_only=match.cuda_only), "call", index)
+        site = Site(0, f"`{match.name}` {verb}", backward=backward, cuda_only=match.cuda_only, gradient_from=gradient)
+        site = self._located(site, "call", index)
         function.add_raising(RAISING_STRICT if match.strict_only else RAISING_ALWAYS, site)
 
     def _decide_raising(self) -> None:
         scopes = self.context.scopes
-        for function, index, identity, found, without_grad in self.raising_undecided:
+        for function, index, identity, found, without_grad, gradient in self.raising_undecided:
             chosen = without_grad if scopes.only_called_without_grad(identity) else found
             if chosen is not None:
-                self._add_raising(function, index, chosen, chosen is found and without_grad is None)
+                backward = chosen is found and without_grad is None
+                gradient = gradient if backward and identity not in scopes.escapes else ""
+                self._add_raising(function, index, chosen, backward, gradient)
         self.raising_undecided = []
         for function, index, node, found, backward in self.spatial_undecided:
             # A call with visibly spatial input: TDL202 reports the loss in every profile.
@@ -1879,9 +1942,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     # -- the end: offsets the project fixes need ------------------------------------------------------
     def finish(self) -> None:
         self._decide_raising()
+        self._handed_on()
         self._dispatch()
         summary = self.summary
         for function, site, identity in self.bound_modules:
+            if identity in self.context.scopes.escapes:
+                site.gradient_from = ""  # handed on: may be called with anything
             if not self.context.scopes.only_called_without_grad(identity):
                 _add_op(function.ops, site, True)
         summary.imports = list(self.resolver.imported_modules)
@@ -2024,6 +2090,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             edit = context.import_edit(module)
             if edit is not None:
                 self.summary.rng_import_edits[module] = (edit.start, edit.content)
+
+
+def _gradient_text(params: Tuple[Tuple[str, int], ...]) -> str:
+    """`Site.gradient_from`: "x#0,y#-1"."""
+    return ",".join(f"{name}#{position}" for name, position in params)
 
 
 def _add_op(ops: List[Site], site: Site, backward: bool) -> None:

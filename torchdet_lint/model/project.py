@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import canonical
@@ -41,6 +41,9 @@ IMPORTED_BY_TOOLS = frozenset({"__init__.py", "conftest.py", "hubconf.py"})
 # `self.` calls followed through a base class's methods for one built class (a bound, not a limit
 # real trainers reach: their template methods call a handful of hooks).
 MAX_OVERRIDE_STEPS = 32
+# Callers followed up from a function whose parameters are passed on (`resize(x)` called with the
+# caller's own parameter): a bound, not a limit helpers reach.
+MAX_GRADIENT_DEPTH = 8
 
 
 @dataclass
@@ -196,6 +199,9 @@ class Project:
         self._dynamic_cache: Dict[Tuple[str, str], List[Node]] = {}  # (file, kind.method) -> candidates
         self._named: Optional[List[str]] = None
         self._methods: Optional[Set[str]] = None
+        self._calls_by_callee: Optional[Dict[Node, List[Tuple[Node, bool, bool, Dict[str, str]]]]] = None
+        self._references: Optional[Set[Node]] = None
+        self._without_gradient: Dict[Tuple[Node, Tuple[Tuple[str, int], ...]], bool] = {}
 
     # -- the module graph ------------------------------------------------------------------
     @property
@@ -802,8 +808,11 @@ class Project:
         for kind, site in function.covers.items():
             own.covers[kind] = Located(display, site)
         own.cuda = [Located(display, s) for s in function.cuda]
-        own.ops = [Located(display, s) for s in function.ops]
-        own.raising = {profile: [Located(display, s) for s in sites] for profile, sites in function.raising.items()}
+        own.ops = [Located(display, s) for s in function.ops if self._evidence_holds(node, s)]
+        own.raising = {
+            profile: [Located(display, s) for s in sites if self._evidence_holds(node, s)]
+            for profile, sites in function.raising.items()
+        }
         own.loading = [Located(display, s) for s in function.loading]
         own.trains = [Located(display, function.trains)] if function.trains is not None else []
         own.moves = [Located(display, function.moves)] if function.moves is not None else []
@@ -1121,6 +1130,87 @@ class Project:
             self._condition_nodes[key] = _closure([s for entry in wanted for s in self.entry_starts(entry)], self.edges)
         node = self.node_at(display, line)
         return node not in self._condition_nodes[(False, False)] or node in self._condition_nodes[key]
+
+    # -- gradients passed by callers ------------------------------------------------------------
+    def _evidence_holds(self, node: Node, site: Site) -> bool:
+        """A backward-only operation on tensors that get a gradient only from the function's
+        parameters is no evidence when every call of the function passes them none."""
+        if not site.gradient_from:
+            return True
+        params = []
+        for part in site.gradient_from.split(","):
+            name, _, position = part.rpartition("#")
+            params.append((name, int(position)))
+        return not self.passed_without_gradient(node, tuple(sorted(params)))
+
+    def _gradient_calls(self) -> Dict[Node, List[Tuple[Node, bool, bool, Dict[str, str]]]]:
+        """Each first-party function -> its calls in the project: (calling function, no gradient
+        flows at the call, hidden arguments, what each argument carries)."""
+        if self._calls_by_callee is None:
+            found: Dict[Node, List[Tuple[Node, bool, bool, Dict[str, str]]]] = {}
+            for display, summary in self.summaries.items():
+                for key, function in summary.functions.items():
+                    for target, calls in function.call_gradients.items():
+                        for callee in self.resolve(display, target):
+                            found.setdefault(callee, []).extend(((display, key), *call) for call in calls)
+            self._calls_by_callee = found
+        return self._calls_by_callee
+
+    def _referenced(self) -> Set[Node]:
+        """Functions handed on by name (`pretrained_filter_fn=checkpoint_filter_fn`): code the project
+        does not show may call them."""
+        if self._references is None:
+            self._references = {
+                node
+                for display, summary in self.summaries.items()
+                for reference in [
+                    *summary.handed_on,
+                    *(reference for function in summary.functions.values() for reference in function.references),
+                ]
+                for node in self.resolve(display, reference)
+            }
+        return self._references
+
+    def passed_without_gradient(
+        self, node: Node, params: Tuple[Tuple[str, int], ...], seen: FrozenSet[Node] = frozenset()
+    ) -> bool:
+        """Whether every call of `node` in the project passes its parameters `params` (name, position;
+        -1: keyword-only) values without gradient, or runs where no gradient flows; an argument that
+        is a parameter of the caller is decided by the caller's calls in turn. A function with no
+        call in the project, or handed on by name, may be called with anything: False."""
+        key = (node, params)
+        cached = self._without_gradient.get(key)
+        if cached is not None:
+            return cached
+        if node in seen or len(seen) > MAX_GRADIENT_DEPTH:
+            return False  # a cycle of calls proves nothing
+        calls = self._gradient_calls().get(node)
+        answer = bool(calls) and node not in self._referenced()
+        for caller, off, hidden, arguments in calls or ():
+            if not answer:
+                break
+            if off:
+                continue
+            needed: Dict[Tuple[str, int], bool] = {}
+            for name, position in params:
+                value = arguments.get(name)
+                if value is None and position >= 0 and not hidden:
+                    value = arguments.get(f"#{position}")
+                if value is None:
+                    # Not passed: the default (a literal), unless a `*`/`**` argument may carry it.
+                    answer = not hidden
+                elif value == "?":
+                    answer = False
+                elif value:
+                    for part in value.split(","):
+                        passed, _, where = part.rpartition("#")
+                        needed[(passed, int(where))] = True
+                if not answer:
+                    break
+            if answer and needed:
+                answer = self.passed_without_gradient(caller, tuple(sorted(needed)), seen | {node})
+        self._without_gradient[key] = answer
+        return answer
 
     def deterministic_mode_enabled(self) -> bool:
         """One entry point that enables the flag silences TDL201 project-wide (library code

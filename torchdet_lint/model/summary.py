@@ -51,6 +51,9 @@ class Site:
     # An unresolved `importlib.import_module(prefix + name)`: the package prefix of every module it
     # can import ("" when nothing bounds it).
     reaches: str = ""
+    # A backward-only operation whose tensors get a gradient only from these parameters of its
+    # function ("x#0,y#-1"): evidence only where some call of the function passes one a gradient.
+    gradient_from: str = ""
 
 
 @dataclass
@@ -110,6 +113,11 @@ class FunctionSummary:
     # First-party call target -> the parameters (names, or "#<position>") it is passed a value
     # that may be true for: what turns on the settings a callee makes under `if <parameter>:`.
     call_flags: Dict[str, List[str]] = field(default_factory=dict)
+    # First-party call target -> one record per call: (no gradient flows at the call, a `*`/`**`
+    # argument hides what is passed, argument -> what it carries). An argument ("#<position>" or its
+    # keyword) maps to "" (no gradient), "?" (may carry one), or the parameters of this function it
+    # gets its gradient from ("x#0,y#-1"): whether a callee's backward-only kernel runs.
+    call_gradients: Dict[str, List[Tuple[bool, bool, Dict[str, str]]]] = field(default_factory=dict)
     # First-party constructions (and factories) whose result's parameters a strict `load_state_dict`
     # in this function overwrites: their initial draws do not count for TDL001.
     loaded: List[str] = field(default_factory=list)
@@ -325,6 +333,9 @@ class FileSummary:
     # parameter can hold over the whole project.
     call_arguments: Dict[str, List[Tuple[str, Tuple[Tuple[str, Any], ...]]]] = field(default_factory=dict)
     parameters: Dict[str, Dict[str, Tuple[Optional[int], Any]]] = field(default_factory=dict)
+    # First-party functions this file uses other than by calling them (passed, stored, mapped), as
+    # call targets: code the project does not show may call them with anything.
+    handed_on: List[str] = field(default_factory=list)
     # The facts of other collectors the rules declare (`BaseRule.collectors`), by collector name:
     # a new collector keeps its facts here, so adding one needs no field above.
     facts: Dict[str, Any] = field(default_factory=dict)
