@@ -828,8 +828,8 @@ class OpWithoutDeterministicImplementation(_ReportedWhereCalled):
         if not self._awaits_its_calls(node):
             super().visit_Call(node)
 
-    def extra_for(self, node: cst.Call) -> Optional[dict]:
-        extra = super().extra_for(node) or {}
+    def extra_for(self, node: cst.Call, params: Tuple[Tuple[str, int], ...] = ()) -> Optional[dict]:
+        extra = super().extra_for(node, params) or {}
         decided = self.decided_by_callers.get(id(node))
         if decided is not None:
             extra[DECIDED_BY_CALLERS] = decided
