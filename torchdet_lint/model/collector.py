@@ -1999,7 +1999,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     main.add_call("." + key, seen)
             if self.test_runner is not None:
                 runner, spelling = self.test_runner
-                seed_by_harness(main, self.summary.classes, self.facts.test_bases, runner, spelling)
+                seed_by_harness(main, self.summary.classes, self.facts.test_bases, runner, spelling, self.facts.setup_test_bases)
 
     def _spawn_sites(self) -> None:
         """Where each process start is (its diagnostics), and where the fixes of the functions

@@ -110,6 +110,7 @@ class Facts:
     method_draws: Dict[str, LibraryDraw] = field(default_factory=dict)
     # Test harness classes that seed before each test method runs: qualified name -> what they seed.
     test_bases: Dict[str, FrozenSet[str]] = field(default_factory=dict)
+    setup_test_bases: FrozenSet[str] = frozenset()  # those that seed in their `setUp`
 
 
 @lru_cache(maxsize=None)
@@ -175,6 +176,7 @@ def facts() -> Facts:
         library_draws=library_draws,
         method_draws=method_draws,
         test_bases={e["name"]: frozenset(e["covers"]) for e in helpers_table.get("test-base", [])},
+        setup_test_bases=frozenset(e["name"] for e in helpers_table.get("test-base", []) if e.get("seeds-in-setup")),
     )
 
 

@@ -56,24 +56,29 @@ TEST_RUNNERS = frozenset(
 TEST_METHOD_PREFIXES = ("setUp", "tearDown", "test")
 
 
-def harness_seeded_classes(classes: Dict[str, "ClassSummary"], test_bases: Dict[str, FrozenSet[str]]) -> Dict[str, str]:
+def harness_seeded_classes(
+    classes: Dict[str, "ClassSummary"], test_bases: Dict[str, FrozenSet[str]], setup_bases: FrozenSet[str] = frozenset()
+) -> Dict[str, str]:
     """The file's test classes whose harness seeds before each test (a class deriving, directly or
-    through this file's classes, from one of `test_bases`): class name -> the harness base."""
+    through this file's classes, from one of `test_bases`): class name -> the harness base. A base
+    of `setup_bases` seeds in its `setUp`, which a class of the file that defines its own
+    `setUp` replaces (it may not call the base's)."""
     found: Dict[str, str] = {}
 
-    def harness(name: str, depth: int) -> Optional[str]:
+    def harness(name: str, depth: int, own_setup: bool) -> Optional[str]:
+        own_setup = own_setup or "setUp" in classes[name].methods
         for base in classes[name].bases if depth < 8 else ():
-            if base in test_bases:
+            if base in test_bases and not (own_setup and base in setup_bases):
                 return base
             local = base[1:] if base.startswith(".") else ""
             if local in classes:
-                inherited = harness(local, depth + 1)
+                inherited = harness(local, depth + 1, own_setup)
                 if inherited is not None:
                     return inherited
         return None
 
     for name in classes:
-        base = harness(name, 0)
+        base = harness(name, 0, False)
         if base is not None:
             found[name] = base
     return found
@@ -85,10 +90,11 @@ def seed_by_harness(
     test_bases: Dict[str, FrozenSet[str]],
     runner: "Site",
     spelling: str,
+    setup_bases: FrozenSet[str] = frozenset(),
 ) -> None:
     """A main block's test runner that runs a harness-seeded test class seeds what the harness
     seeds, at the runner's call (the site's text names the class and its harness)."""
-    seeded = harness_seeded_classes(classes, test_bases)
+    seeded = harness_seeded_classes(classes, test_bases, setup_bases)
     if not seeded:
         return
     name, base = next(iter(seeded.items()))

@@ -390,7 +390,9 @@ class _AstScanner:
                     main.add_call("." + key, seen)
             if self.test_runner is not None:
                 runner, spelling = self.test_runner
-                seed_by_harness(main, self.summary.classes, seeding_facts().test_bases, runner, spelling)
+                seed_by_harness(
+                    main, self.summary.classes, seeding_facts().test_bases, runner, spelling, seeding_facts().setup_test_bases
+                )
 
     def _first_party(self, target: str) -> bool:
         return target.startswith(".") or target.split(".", 1)[0] in self.first_party

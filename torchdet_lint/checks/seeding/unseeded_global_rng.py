@@ -362,7 +362,9 @@ class UnseededTorch(_UnseededGlobalRng):
     run), its multi-process test classes (a test runner in the main block
     that runs a class deriving, here or through this file's classes, from
     `MultiProcessTestCase`, `FSDPTest` or `DTensorTestBase`: each rank
-    process calls `set_rng_seed()` before the test method), and config
+    process calls `set_rng_seed()` before the test method; from its
+    `TestCase`, whose `setUp` does, unless a class of the file defines a
+    `setUp` of its own, which may not call it), and config
     `seed-functions` (`rules/seed_helpers.toml` cites the source of each).
     `torch.cuda.manual_seed[_all]` alone is not enough: model initialisation
     and CPU sampling use the CPU generator; the message says so.
