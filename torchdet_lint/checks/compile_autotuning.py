@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchdet_lint.checks.ops import enables_deterministic_mode
+from torchdet_lint.checks.ops.op_findings import enables_deterministic_mode
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, FixBuilder
 from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal
 from torchdet_lint.core.rule import FixAvailability, Rule
