@@ -21,6 +21,7 @@ from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Tuple, Type
 from torchdet_lint.checks.rule_index import RULES as _INDEX
 from torchdet_lint.core.rule import BaseRule, ProjectRule, Rule, RuleRegistryError
 from torchdet_lint.core.settings import Settings
+from torchdet_lint.core.startup import cached_dataclass_code
 
 _ENTRIES: Dict[str, dict] = {entry["code"]: entry for entry in _INDEX}
 _LOADED: Dict[str, Type[BaseRule]] = {}
@@ -30,7 +31,8 @@ _EXTRA: Dict[str, Type[BaseRule]] = {}
 
 def _load(path: str) -> Any:
     module, _, qualname = path.partition(":")
-    value: Any = importlib.import_module(module)
+    with cached_dataclass_code():  # a rule's module and the model modules it brings define dataclasses
+        value: Any = importlib.import_module(module)
     for part in qualname.split("."):
         value = getattr(value, part)
     return value
