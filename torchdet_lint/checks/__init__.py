@@ -45,7 +45,7 @@ def _rule(code: str) -> Type[BaseRule]:
     return rule
 
 
-_CODES: List[Tuple[str, ...]] = [tuple(_ENTRIES)]
+_CODES: List[Tuple[str, ...]] = [tuple(sorted(_ENTRIES))]
 
 
 def rule_codes() -> Tuple[str, ...]:
