@@ -520,3 +520,25 @@ def test_a_first_lint_that_cannot_wait_for_the_project_is_followed_by_checks_dia
             await session.wait_for(lambda: session.count(uri) > 0 and published(session.published[uri][-1]) == expected)
 
     run(scenario())
+
+
+def test_the_first_publish_for_an_opened_file_is_checks_diagnostics(tmp_path: Path) -> None:
+    """With a cold cache, the first diagnostics the server publishes for a file it opens are all
+    of those `check` reports for it (TDL102 needs `data.py`'s summary, which nothing has indexed
+    yet), not a partial set followed by the rest."""
+    from faces_project import TRAIN, seed_faces_project
+
+    root = seed_faces_project(tmp_path / "server")
+    code, out, err = run_cli("--output-format", "json", "train.py", cwd=seed_faces_project(tmp_path / "cli"))
+    assert code == 1, err
+    expected = sorted((d["line"] - 1, d["code"], d["message"]) for d in json.loads(out))
+    assert "TDL102" in {code for _, code, _ in expected}
+
+    async def scenario() -> None:
+        async with Session(root) as session:
+            uri = session.open("train.py", TRAIN)
+            await session.wait_for(lambda: session.count(uri) > 0)
+            first = session.published[uri][0]
+            assert sorted((d.range.start.line, str(d.code), d.message) for d in first.diagnostics) == expected
+
+    run(scenario())

@@ -20,10 +20,11 @@ from torchdet_lint import __version__
 from torchdet_lint.core.startup import cached_dataclass_code
 
 # What every check needs is imported here, inside the start-up cache, even the
-# modules used only by functions below: defining LibCST's node classes and our
-# rules is most of a one-file run's time (see core/startup.py).
+# modules used only by functions below: defining LibCST's node classes is most of a
+# one-file run's time (see core/startup.py). The rules are not among them: the
+# registry imports a rule's module when a file holds its words (see checks/).
 with cached_dataclass_code():
-    import torchdet_lint.checks  # noqa: F401 - registers every rule
+    import torchdet_lint.checks  # noqa: F401 - the registry (the rule index, no rule module)
     import torchdet_lint.engine.project_phase  # noqa: F401
     import torchdet_lint.engine.runner  # noqa: F401
     import torchdet_lint.output.render_context  # noqa: F401

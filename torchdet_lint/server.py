@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from torchdet_lint import __version__
-from torchdet_lint.checks import all_rules
+from torchdet_lint.checks import get_rule, rule_codes
 from torchdet_lint.core.diagnostics import PARSE_ERROR_CODE, Applicability, Diagnostic, Edit, error_diagnostic
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import LineIndex, SourceText
@@ -784,7 +784,7 @@ class LanguageServer:
             "source": SOURCE,
             "data": {"name": d.name, "fix": d.fix.applicability.value if d.fix else None},
         }
-        if d.code in all_rules():
+        if d.code in rule_codes():
             diagnostic["codeDescription"] = {"href": self.rule_docs_url(d.code)}
         return diagnostic
 
@@ -807,11 +807,10 @@ class LanguageServer:
             return
         from torchdet_lint.docs import rule_markdown
 
-        rules = all_rules()
         while self._docs_to_write:
             code = self._docs_to_write.pop()
             path = self._doc_files[code]
-            text = rule_markdown(rules[code])
+            text = rule_markdown(get_rule(code))
             try:
                 if not path.exists() or path.read_text(encoding="utf-8") != text:
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -955,13 +954,12 @@ class LanguageServer:
             if start <= offset <= end and d.code not in codes:
                 codes.append(d.code)
                 hover_range = hover_range or self.range(view, start, end)
-        rules = all_rules()
-        codes = [code for code in codes if code in rules]
+        codes = [code for code in codes if code in rule_codes()]
         if not codes:
             return None
         from torchdet_lint.docs import rule_markdown
 
-        text = "\n---\n\n".join(rule_markdown(rules[code]) for code in codes)
+        text = "\n---\n\n".join(rule_markdown(get_rule(code)) for code in codes)
         return {"contents": {"kind": "markdown", "value": text}, "range": hover_range}
 
 

@@ -25,9 +25,10 @@ import marshal
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from types import CodeType
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Optional, Tuple
 
 # A cache file that grows past this (new libcst versions over time) is
 # rewritten with only what the latest run used.
@@ -70,33 +71,67 @@ def _store(path: Path, codes: Dict[str, CodeType]) -> None:
         pass
 
 
+# The cache file as last read or written by this process, with its (size, mtime): a process
+# that enters the block many times (the registry imports each rule module in it) reads it once.
+_READ: Dict[Path, Tuple[Tuple[int, int], Dict[str, CodeType]]] = {}
+# Guards the hook: threads of the language server may import at the same time.
+_HOOK_LOCK = threading.Lock()
+
+
+def _stat(path: Path) -> Optional[Tuple[int, int]]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _known(path: Path) -> Dict[str, CodeType]:
+    stat = _stat(path)
+    read = _READ.get(path)
+    if read is not None and stat is not None and read[0] == stat:
+        return read[1]
+    codes = _load(path)
+    if stat is not None:
+        _READ[path] = (stat, codes)
+    return codes
+
+
 @contextlib.contextmanager
 def cached_dataclass_code() -> Iterator[None]:
     """Within the block, dataclasses defined by imports reuse code compiled by earlier runs."""
     import dataclasses
 
-    if "exec" in vars(dataclasses):  # somebody else's hook: leave it alone
+    with _HOOK_LOCK:
+        hooked = "exec" in vars(dataclasses)  # ours, in an enclosing block or another thread, or somebody else's
+        if not hooked:
+            path = _cache_file()
+            known = _known(path)
+            used: Dict[str, CodeType] = {}
+
+            def exec_compiled_once(source, globals=None, locals=None):  # noqa: A002 - the signature of exec
+                if isinstance(source, str):
+                    code = known.get(source)
+                    if code is None:
+                        # dont_inherit: compile as `exec(text)` inside dataclasses would, not with our __future__ flags
+                        code = compile(source, "<string>", "exec", dont_inherit=True)
+                    used[source] = code
+                    source = code
+                return builtins.exec(source, globals, locals)
+
+            dataclasses.exec = exec_compiled_once  # type: ignore[attr-defined]
+    if hooked:
         yield
         return
-    path = _cache_file()
-    known = _load(path)
-    used: Dict[str, CodeType] = {}
-
-    def exec_compiled_once(source, globals=None, locals=None):  # noqa: A002 - the signature of exec
-        if isinstance(source, str):
-            code = known.get(source)
-            if code is None:
-                # dont_inherit: compile as `exec(text)` inside dataclasses would, not with our __future__ flags
-                code = compile(source, "<string>", "exec", dont_inherit=True)
-            used[source] = code
-            source = code
-        return builtins.exec(source, globals, locals)
-
-    dataclasses.exec = exec_compiled_once  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        del dataclasses.exec  # type: ignore[attr-defined]
+        with _HOOK_LOCK:
+            del dataclasses.exec  # type: ignore[attr-defined]
         if any(text not in known for text in used):
             merged = {**known, **used}
-            _store(path, merged if len(merged) <= _MAX_ENTRIES else used)
+            stored = merged if len(merged) <= _MAX_ENTRIES else used
+            _store(path, stored)
+            stat = _stat(path)
+            if stat is not None:
+                _READ[path] = (stat, stored)

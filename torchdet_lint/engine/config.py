@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from torchdet_lint.checks import all_rules
+from torchdet_lint.checks import rule_codes, rule_profiles
 from torchdet_lint.core.catalog import Catalog, load_catalog
 from torchdet_lint.core.settings import ALL_PROFILES, Settings
 
@@ -458,7 +458,7 @@ def selector_specificity(selectors: Iterable[str], code: str) -> int:
 
 
 def validate_selectors(selectors: Iterable[str], where: str) -> None:
-    codes = all_rules()
+    codes = rule_codes()
     for selector in selectors:
         if selector == "ALL":
             continue
@@ -472,13 +472,12 @@ def selected_codes(settings: Settings) -> FrozenSet[str]:
     Between a select and an ignore selector that both match a code, the more
     specific one wins (as in Ruff); on a tie, ignore wins.
     """
-    rules = all_rules()
     result = set()
-    for code, rule in rules.items():
+    for code in rule_codes():
         if settings.select is not None:
             base_specificity = selector_specificity(settings.select, code)
         else:
-            base_specificity = 0 if settings.profile in rule.profiles else -1
+            base_specificity = 0 if settings.profile in rule_profiles(code) else -1
         specificity = max(base_specificity, selector_specificity(settings.extend_select, code))
         ignored = selector_specificity(settings.ignore, code)
         if specificity >= 0 and specificity > ignored:

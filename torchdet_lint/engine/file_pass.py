@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 from libcst._nodes.base import CSTNode
 
-from torchdet_lint.checks import fact_collectors, file_rule_classes, prefilter
+from torchdet_lint.checks import fact_collectors, file_rules_for, prefilter
 from torchdet_lint.core.context import FileContext
 from torchdet_lint.core.diagnostics import Diagnostic, error_diagnostic
 from torchdet_lint.core.names import forget_keyword_dicts
@@ -256,12 +256,9 @@ def _check_parsed(
     collector = SummaryCollector(context)
     # The facts the rules declare (`BaseRule.collectors`), each None when the text cannot hold them.
     facts = [found for found in (kind.for_file(context, collector) for kind in fact_collectors()) if found is not None]
-    # A rule whose trigger words the file does not contain stays out of the walk (`Rule.trigger_words`).
-    rules = [
-        rule_class(context)
-        for rule_class in file_rule_classes(options.selected)
-        if rule_class.may_report_in(text, options.settings)
-    ]
+    # A rule whose trigger words the file does not contain stays out of the walk (`Rule.trigger_words`),
+    # and its module unimported.
+    rules = [rule_class(context) for rule_class in file_rules_for(text, options.selected, options.settings)]
     try:
         forget_keyword_dicts()
         BatchedWalker([context.resolver, context.scopes, collector, *facts, *rules]).walk(module)

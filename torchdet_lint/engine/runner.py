@@ -24,7 +24,6 @@ from torchdet_lint.engine.cache import Cache, SummaryIndex, content_digest, summ
 from torchdet_lint.engine.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.engine.discovery import SourceFile
 from torchdet_lint.engine.file_pass import FileResult, RunOptions, cyclic_gc_paused, lint_python
-from torchdet_lint.engine.notebook import lint_notebook, notebook_source
 from torchdet_lint.engine.project_phase import ProjectContext, project_phase
 from torchdet_lint.engine.workspace import ProjectScope
 from torchdet_lint.model.project import Project
@@ -115,6 +114,8 @@ def lint_source(
 ) -> FileResult:
     """Lint a decoded file (a notebook or Python source), suppressions applied."""
     if path.suffix == ".ipynb":
+        from torchdet_lint.engine.notebook import lint_notebook  # imported by the first notebook: most runs have none
+
         return lint_notebook(source, path, display, options)
     return lint_python(source, path, display, options, module_name, is_package)
 
@@ -146,7 +147,11 @@ def lint_path(
         except SourceError:
             source = None
         # A notebook's findings are placed in its cells through its source (the project phase's too).
-        result.source = notebook_source(source) if source is not None and path.suffix == ".ipynb" else source
+        if source is not None and path.suffix == ".ipynb":
+            from torchdet_lint.engine.notebook import notebook_source
+
+            source = notebook_source(source)
+        result.source = source
     else:
         try:
             source = decode_source(data)

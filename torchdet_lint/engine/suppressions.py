@@ -14,7 +14,7 @@ import tokenize
 from pathlib import Path
 from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.checks import all_rules
+from torchdet_lint.checks import rule_codes
 from torchdet_lint.checks.unused_noqa import UnusedNoqa
 from torchdet_lint.core.diagnostics import PARSE_ERROR_CODE, Applicability, Diagnostic, Edit, Fix
 from torchdet_lint.core.settings import Settings
@@ -204,7 +204,7 @@ def unused_noqa(
     lines = LineIndex(text)
     used_in_file = {d.code for d in suppressed if d.extra.get(SUPPRESSED_BY) == "file"}
     used_on_line = {(lines.position(d.start_offset)[0], d.code) for d in suppressed if d.extra.get(SUPPRESSED_BY) == "line"}
-    rules = all_rules()
+    rules = frozenset(rule_codes())
     found = []
     for directive in _directives(text):
         line = lines.position(directive.start)[0]
