@@ -101,19 +101,23 @@ def run_cli(
     return process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
 
 
-def cli_in_process(*args: str, cwd: Path, env: Optional[dict] = None) -> Tuple[int, str, str]:
-    """The command line's `main` in this process, from `cwd`, with `env` added to the environment
-    and colour off as `run_cli` has it: (exit code, stdout, stderr). For tests that run it many
-    times on small projects; what only a real process shows (start-up, signals, stdin, the
-    console, `--jobs` workers) stays with `run_cli`."""
-    out, err = io.StringIO(), io.StringIO()
+def cli_in_process(*args: str, cwd: Path, env: Optional[dict] = None, input: Optional[bytes] = None) -> Tuple[int, str, str]:
+    """The command line's `main` in this process, from `cwd`, with `env` added to the environment,
+    `input` as standard input and colour off as `run_cli` has it: (exit code, stdout, stderr).
+    For tests that run it many times on small projects; what only a real process shows
+    (start-up, signals, the console, `--jobs` workers) stays with `run_cli`."""
+    # Byte streams under the text ones: the command line reads standard input's bytes and
+    # writes a fixed text's bytes (`sys.stdin.buffer`, `sys.stdout.buffer`).
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="", write_through=True)
+    err = io.StringIO()
+    stdin = io.TextIOWrapper(io.BytesIO(input or b""), encoding="utf-8", newline="")
     previous = os.getcwd()
     changes = {"NO_COLOR": "1", "FORCE_COLOR": None, **(env or {})}
     saved = {name: os.environ.get(name) for name in changes}
     _set_environment(changes)
     os.chdir(cwd)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _stdin(stdin):
             try:
                 code = main(list(args))
             except SystemExit as stop:  # argparse's --help and usage errors
@@ -121,7 +125,16 @@ def cli_in_process(*args: str, cwd: Path, env: Optional[dict] = None) -> Tuple[i
     finally:
         os.chdir(previous)
         _set_environment(saved)
-    return code, out.getvalue(), err.getvalue()
+    return code, out.buffer.getvalue().decode("utf-8", "replace"), err.getvalue()
+
+
+@contextlib.contextmanager
+def _stdin(stream):
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 def _set_environment(values: dict) -> None:

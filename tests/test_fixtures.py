@@ -3,10 +3,12 @@ and, when the diagnostics carry fixes, against <case>.fixed.py (<case>.fixed/).
 
 Each case is linted with only its directory's rule selected (a `# fixture: {...}`
 line, or `fixture.json` in a project directory, can change the settings).
-Every fix (safe and unsafe) is applied by the real fixer, to a copy on disk,
-and must keep the invariants: the result parses, a second run changes
-nothing, comments are kept, nothing outside the fixes' spans changes, and a
-CRLF copy of the case is fixed to the CRLF copy of the expectation.
+Every fix (safe and unsafe) is applied by the real fixer, in memory, from
+the results of that same run (nothing on disk is written), and must keep the
+invariants: the result parses, a second run over a fresh lint of the fixed
+texts changes nothing, comments are kept, imports are added once, nothing
+outside the fixes' spans changes, and a CRLF version of the case is fixed to
+the CRLF version of the expectation.
 `pytest --update-fixtures` rewrites the expectations for review in the diff.
 """
 
@@ -27,9 +29,9 @@ from conftest import FIXTURES
 
 from torchdet_lint.checks import all_rules
 from torchdet_lint.core.rule import FixAvailability
-from torchdet_lint.engine.discovery import discover
+from torchdet_lint.core.source import SourceText, decode_source, encode_source
 from torchdet_lint.engine.fixer import FixReport, fix_run
-from torchdet_lint.engine.runner import first_party_names, make_options, run
+from torchdet_lint.engine.runner import RunResult, run
 from torchdet_lint.testing import concise, fixture_config, lint_tree, settings_from
 
 FIXED_SUFFIX = ".fixed"
@@ -57,7 +59,7 @@ def _fixed_path(case: Path) -> Path:
 
 
 @pytest.mark.parametrize("code, case", list(_cases()))
-def test_fixture(code: str, case: Path, update_fixtures: bool, tmp_path: Path) -> None:
+def test_fixture(code: str, case: Path, update_fixtures: bool) -> None:
     root = case if case.is_dir() else case.parent
     settings = settings_from(_config(case), root, select=[code])
     result = lint_tree(root, settings, paths=[case])
@@ -67,7 +69,7 @@ def test_fixture(code: str, case: Path, update_fixtures: bool, tmp_path: Path) -
         expected_path.write_text(actual, encoding="utf-8")
     assert expected_path.exists(), f"{expected_path} is missing: run pytest --update-fixtures"
     assert actual == expected_path.read_text(encoding="utf-8")
-    _check_fixes(code, case, tmp_path, update_fixtures)
+    _check_fixes(case, result, update_fixtures)
 
 
 @pytest.mark.parametrize("rule_dir", sorted(FIXTURES.glob("TDL[0-9][0-9][0-9]")), ids=lambda p: p.name)
@@ -86,32 +88,26 @@ def test_every_fixable_rule_has_a_fixed_fixture(code: str) -> None:
 # -- the fix checks ------------------------------------------------------------------
 
 
-def _copy_case(case: Path, destination: Path, crlf: bool = False) -> Path:
-    """A copy of the case under `destination` (the fixer writes to it); the copy's path."""
-    destination.mkdir(parents=True, exist_ok=True)
-    target = destination / case.name
-    if case.is_dir():
-        shutil.copytree(case, target)
-    else:
-        data = case.read_bytes()
-        target.write_bytes(data.replace(b"\n", b"\r\n") if crlf else data)
-    return target
+def _fix(result: RunResult) -> FixReport:
+    """Every fix (safe and unsafe) of a run applied by the real fixer, in memory: the fixer
+    starts from the run's own results and leaves the case's files on disk as they are."""
+    return fix_run(result, unsafe=True, write=False, jobs=1)
 
 
-def _fix_copy(code: str, case: Path, copy: Path) -> FixReport:
-    root = copy if copy.is_dir() else copy.parent
-    settings = settings_from(_config(case), root, select=[code])
-    files, _ = discover([str(copy)], root, cwd=root)
-    options = make_options(settings, first_party_names(files))
-    return fix_run(run(files, options, jobs=1), unsafe=True, write=True, jobs=1)
+def _relint(result: RunResult, texts: Dict[str, SourceText]) -> RunResult:
+    """The run's files linted again inside their project, with `texts` in place of their bytes."""
+    project = result.projects[0]
+    return run(project.files, project.options, jobs=1, texts=texts)
 
 
-def _check_fixes(code: str, case: Path, tmp_path: Path, update: bool) -> None:
-    copy = _copy_case(case, tmp_path / "first")
-    report = _fix_copy(code, case, copy)
+def _fixed_bytes(report: FixReport) -> Dict[str, bytes]:
+    return {path: encode_source(report.states[path].original, report.states[path].text) for path in report.changed}
+
+
+def _check_fixes(case: Path, result: RunResult, update: bool) -> None:
+    report = _fix(result)
     assert not report.errors, report.errors
-    root = copy if copy.is_dir() else copy.parent
-    fixed: Dict[str, bytes] = {path: (root / path).read_bytes() for path in report.changed}
+    fixed = _fixed_bytes(report)
     expected_path = _fixed_path(case)
     if update:
         _write_expectation(case, expected_path, fixed)
@@ -132,14 +128,15 @@ def _check_fixes(code: str, case: Path, tmp_path: Path, update: bool) -> None:
         _check_comments_kept(path, state, [fix for fix in report.applied if fix.path == path])
         _check_imports_added_once(path, state)
         _check_only_spans_changed(path, state)
-    # A second run over the written files finds nothing more to fix.
-    again = _fix_copy(code, case, copy)
+    # A second run, from a fresh lint of the fixed texts, finds nothing more to fix.
+    again = _fix(_relint(result, {path: decode_source(data) for path, data in fixed.items()}))
     assert again.fixed_count == 0 and not again.changed, f"a second --fix run changed {again.changed}: {again.applied}"
-    if case.is_file() and b"\r" not in case.read_bytes():
-        crlf_copy = _copy_case(case, tmp_path / "crlf", crlf=True)
-        crlf_report = _fix_copy(code, case, crlf_copy)
+    original = case.read_bytes() if case.is_file() else b""
+    if case.is_file() and b"\r" not in original:
+        crlf_report = _fix(_relint(result, {case.name: decode_source(original.replace(b"\n", b"\r\n"))}))
         assert not crlf_report.errors, crlf_report.errors
-        assert crlf_copy.read_bytes() == fixed[case.name].replace(b"\n", b"\r\n"), "CRLF line endings were not kept"
+        crlf_fixed = _fixed_bytes(crlf_report)
+        assert crlf_fixed.get(case.name) == fixed[case.name].replace(b"\n", b"\r\n"), "CRLF line endings were not kept"
 
 
 def _write_expectation(case: Path, expected_path: Path, fixed: Dict[str, bytes]) -> None:

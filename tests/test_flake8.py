@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, cli_in_process
 from flake8.main.cli import main as flake8_main
 
 from torchdet_lint.cli import main as cli_main
@@ -103,7 +103,7 @@ def _flake8_codes(directory: Path, *args: str) -> Set[Tuple[int, str]]:
 
 
 def _cli_codes(directory: Path, *args: str) -> Set[Tuple[int, str]]:
-    code, out, err = run_cli("--output-format", "json", "--no-cache", *args, "train.py", cwd=directory)
+    code, out, err = cli_in_process("--output-format", "json", "--no-cache", *args, "train.py", cwd=directory)
     assert code in (0, 1), err
     return {(d["line"], d["code"]) for d in json.loads(out)}
 

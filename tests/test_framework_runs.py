@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import jsonschema
-from conftest import run_cli
+from conftest import cli_in_process
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "report-schema.json").read_text(encoding="utf-8"))
 
@@ -129,13 +129,13 @@ def _framework(root: Path, helper: bool = True) -> Path:
 
 
 def _check(root: Path, *args: str) -> List[Tuple[str, int, str, str]]:
-    code, out, err = run_cli("check", "--no-cache", "--output-format", "json", *args, cwd=root)
+    code, out, err = cli_in_process("check", "--no-cache", "--output-format", "json", *args, cwd=root)
     assert code in (0, 1), err
     return [(d["path"], d["line"], d["code"], d["message"]) for d in json.loads(out)]
 
 
 def _report(root: Path, *args: str) -> Tuple[int, dict]:
-    code, out, err = run_cli("report", "--no-cache", "--output-format", "json", *args, cwd=root)
+    code, out, err = cli_in_process("report", "--no-cache", "--output-format", "json", *args, cwd=root)
     assert code in (0, 1), err
     data = json.loads(out)
     jsonschema.validate(data, SCHEMA)

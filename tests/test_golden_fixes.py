@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import cli_in_process
+from ruff.__main__ import find_ruff_bin
 
 from torchdet_lint.checks import all_rules
 from torchdet_lint.core.rule import FixAvailability
@@ -29,8 +30,12 @@ SETTINGS = {
 FIXABLE = sorted(code for code, rule in all_rules().items() if rule.fix_availability != FixAvailability.NONE)
 
 
+# ruff's own binary, as `python -m ruff` runs it, without starting an interpreter first.
+RUFF = find_ruff_bin()
+
+
 def _ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([RUFF, *args], cwd=cwd, capture_output=True, text=True)
 
 
 def test_every_fixable_rule_has_a_golden_case() -> None:
@@ -45,12 +50,7 @@ def test_golden_fix(code: str, tmp_path: Path, update_fixtures: bool) -> None:
     for check in (("check", "--no-cache", "."), ("format", "--no-cache", "--check", ".")):
         before = _ruff(*check, cwd=tmp_path)
         assert before.returncode == 0, f"the golden input is not ruff-clean:\n{before.stdout}{before.stderr}"
-    subprocess.run(
-        [sys.executable, "-m", "torchdet_lint", "--fix", "--unsafe-fixes", "--no-cache", "--select", code, "train.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    cli_in_process("--fix", "--unsafe-fixes", "--no-cache", "--select", code, "train.py", cwd=tmp_path)
     fixed = target.read_text(encoding="utf-8")
     assert fixed != (GOLDEN / f"{code}.py").read_text(encoding="utf-8"), f"{code}: nothing was fixed"
     expected_path = GOLDEN / f"{code}.fixed.py"

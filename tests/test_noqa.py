@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import cli_in_process
 
 UNSEEDED = "import torch\n\nif __name__ == '__main__':\n    print(torch.rand(2))\n"
 
 
 def _concise(*args: str, cwd: Path, input: bytes = None):
-    return run_cli(*args, "--output-format", "concise", "--no-cache", cwd=cwd, input=input)
+    return cli_in_process(*args, "--output-format", "concise", "--no-cache", cwd=cwd, input=input)
 
 
 def test_file_level_codes_suppress_file_and_project_findings(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_unused_noqa_through_standard_input(tmp_path: Path) -> None:
     source = b"import torch\n\ntorch.backends.cudnn.benchmark = False  # noqa: TDL301\n"
     code, out, _ = _concise("-", "--stdin-filename", "train.py", cwd=tmp_path, input=source)
     assert code == 1 and out.splitlines()[0] == "train.py:3:41: TDL900 [*] unused `noqa` directive (unused: `TDL301`)"
-    code, out, _ = run_cli("-", "--stdin-filename", "train.py", "--fix", "--no-cache", cwd=tmp_path, input=source)
+    code, out, _ = cli_in_process("-", "--stdin-filename", "train.py", "--fix", "--no-cache", cwd=tmp_path, input=source)
     assert code == 0 and out == "import torch\n\ntorch.backends.cudnn.benchmark = False\n"
     # deselected: the directive is not judged
     code, out, _ = _concise("-", "--stdin-filename", "train.py", "--ignore", "TDL900", cwd=tmp_path, input=source)
@@ -70,6 +70,6 @@ def test_unused_noqa_in_a_notebook_is_placed_and_fixed_in_its_cell(tmp_path: Pat
     assert code == 1 and out.splitlines()[0] == (
         "explore.ipynb:cell 3:2:41: TDL900 [*] unused `noqa` directive (unused: `TDL301`)"
     )
-    assert run_cli(".", "--fix", "--no-cache", cwd=tmp_path)[0] == 0
+    assert cli_in_process(".", "--fix", "--no-cache", cwd=tmp_path)[0] == 0
     fixed = json.loads(path.read_text(encoding="utf-8"))
     assert fixed["cells"][2]["source"][1] == "torch.backends.cudnn.benchmark = False  # noqa: E501"

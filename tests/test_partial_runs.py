@@ -1,8 +1,10 @@
 """Partial runs tell the truth: what is reported for a file never depends on which
 other files are named (docs/decisions.md, "Partial runs and projects").
 
-A named file, standard input and flake8 are run here for real; pre-commit and
-the language server have their tests in test_precommit.py and test_server.py.
+A named file, standard input and flake8 are run here through their real entry
+points (the command line's `main` in this process; flake8 as a process, through
+its plugin registration); pre-commit and the language server have their tests
+in test_precommit.py and test_server.py.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import FIXTURES, ROOT, run_cli
+from conftest import FIXTURES, ROOT, cli_in_process
 
 from torchdet_lint.testing import fixture_config
 
@@ -65,7 +67,7 @@ def helper_seeded_project(root: Path) -> Path:
 
 
 def _json(*args: str, cwd: Path, stdin: bytes = None) -> List[dict]:
-    code, out, err = run_cli(*args, "--output-format", "json", cwd=cwd, input=stdin)
+    code, out, err = cli_in_process(*args, "--output-format", "json", cwd=cwd, input=stdin)
     assert code in (0, 1), err
     return json.loads(out)
 
@@ -124,7 +126,7 @@ def test_fix_with_named_files_fixes_only_them(tmp_path: Path) -> None:
     project = helper_seeded_project(tmp_path / "p")
     loader = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(range(4), shuffle=True)\n"
     (project / "data.py").write_text(loader, encoding="utf-8")
-    code, _, err = run_cli("--fix", "--unsafe-fixes", "train.py", "train2.py", cwd=project)
+    code, _, err = cli_in_process("--fix", "--unsafe-fixes", "train.py", "train2.py", cwd=project)
     assert code == 0, err
     # train.py is seeded through the helper: no seeding inserted there.
     assert (project / "train.py").read_text(encoding="utf-8") == TRAIN
@@ -138,7 +140,7 @@ def test_the_summary_index_is_filled_cold_and_read_warm(tmp_path: Path) -> None:
     project = helper_seeded_project(tmp_path / "p")
 
     def timings(*args: str) -> Dict[str, float]:
-        code, _, err = run_cli("--verbose", *args, cwd=project)
+        code, _, err = cli_in_process("--verbose", *args, cwd=project)
         assert code in (0, 1), err
         line = next(line for line in err.splitlines() if line.startswith("timings: "))
         return json.loads(line[len("timings: ") :])
@@ -294,7 +296,7 @@ def test_a_bad_key_in_a_sub_project_config_names_the_key_and_the_file(tmp_path: 
     (root / "pyproject.toml").write_text("[tool.torchdet-lint]\n", encoding="utf-8")
     (root / "sub" / "pyproject.toml").write_text('[tool.torchdet-lint]\nseed = "zero"\n', encoding="utf-8")
     (root / "sub" / "train.py").write_text("import torch\n", encoding="utf-8")
-    code, out, err = run_cli(".", cwd=root)
+    code, out, err = cli_in_process(".", cwd=root)
     assert code == 2 and out == ""
     assert "seed" in err and str(root / "sub" / "pyproject.toml") in err and len(err.strip().splitlines()) == 1
 

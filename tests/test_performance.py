@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, ROOT, cli_in_process
 
 from torchdet_lint.checks import all_rules
 from torchdet_lint.testing import lint_sources
@@ -57,7 +57,9 @@ def test_fixed_programs_are_clean(tmp_path: Path) -> None:
         target = tmp_path / code / "runnable.py"
         target.parent.mkdir()
         shutil.copy(program.with_name("runnable.fixed.py"), target)
-        exit_code, out, err = run_cli("--select", code, "--no-cache", "--output-format", "concise", str(target))
+        exit_code, out, err = cli_in_process(
+            "--select", code, "--no-cache", "--output-format", "concise", str(target), cwd=tmp_path
+        )
         assert exit_code == 0, out + err
 
 
@@ -138,7 +140,7 @@ def _write_project(root: Path) -> None:
 
 
 def _codes(root: Path, *args: str):
-    exit_code, out, err = run_cli(*args, "--output-format", "json", "--no-cache", str(root), cwd=root)
+    exit_code, out, err = cli_in_process(*args, "--output-format", "json", "--no-cache", str(root), cwd=root)
     assert exit_code in (0, 1), err
     return {d["code"] for d in json.loads(out)}, err
 
@@ -217,7 +219,7 @@ def test_cudnn_benchmark_documentation_covers_varying_shapes() -> None:
 
 def test_rule_command_renders_performance_docs() -> None:
     for code in PERFORMANCE_CODES:
-        exit_code, out, err = run_cli("rule", code)
+        exit_code, out, err = cli_in_process("rule", code, cwd=ROOT)
         assert exit_code == 0, err
         assert out.startswith(f"# {code} ") and "Why is this bad?" in out
 

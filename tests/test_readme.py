@@ -40,7 +40,7 @@ def test_usage_commands_run_as_documented(tmp_path) -> None:
     import shlex
     import shutil
 
-    from conftest import run_cli
+    from conftest import cli_in_process
 
     shutil.copytree(ROOT / "examples", tmp_path / "src")
     shutil.copy(ROOT / "examples" / "train.py", tmp_path / "train.py")
@@ -56,7 +56,7 @@ def test_usage_commands_run_as_documented(tmp_path) -> None:
         stdin = (tmp_path / "train.py").read_bytes() if "<" in command else None
         subcommand_without_cache = words[1:2] in (["rule"], ["rules"], ["clean"], ["version"])
         extra = () if subcommand_without_cache else ("--no-cache",)
-        code, out, err = run_cli(*words[1:], *extra, cwd=tmp_path, input=stdin)
+        code, out, err = cli_in_process(*words[1:], *extra, cwd=tmp_path, input=stdin)
         assert code in (0, 1) and "torchdet-lint: " not in err and "Traceback" not in err, (command, err)
         ran += 1
     assert ran >= 10

@@ -17,7 +17,7 @@ from typing import Dict, List, Set, Tuple
 
 import jsonschema
 import pytest
-from conftest import cli_in_process, run_cli
+from conftest import cli_in_process
 from markdown_it import MarkdownIt
 from test_partial_runs import SEED_CODES, TRAIN, UNSEEDED, _copy_project, _projects, helper_seeded_project
 
@@ -169,7 +169,7 @@ def test_seed_helper_evidence_and_exit_status(tmp_path: Path) -> None:
 
 def test_markdown_renders_as_a_table_with_a_legend(tmp_path: Path) -> None:
     project = helper_seeded_project(tmp_path / "p")
-    code, out, err = run_cli("report", "--output-format", "markdown", cwd=project)
+    code, out, err = cli_in_process("report", "--output-format", "markdown", cwd=project)
     assert code == 1, err
     tokens = MarkdownIt("commonmark").enable("table").parse(out)
     types = [token.type for token in tokens]
@@ -185,13 +185,13 @@ def test_markdown_renders_as_a_table_with_a_legend(tmp_path: Path) -> None:
 
 def test_full_output_is_a_table_coloured_only_on_request(tmp_path: Path) -> None:
     project = helper_seeded_project(tmp_path / "p")
-    code, out, _ = run_cli("report", cwd=project)
+    code, out, _ = cli_in_process("report", cwd=project)
     assert code == 1 and "\x1b[" not in out
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("entry point"))
     assert lines[header + 2].startswith("train.py:16") and lines[header + 3].startswith("train2.py:15")
     assert lines[header + 3].split()[1:4] == ["missing", "missing", "missing"]
-    code, coloured, _ = run_cli("report", "--color", "always", cwd=project)
+    code, coloured, _ = cli_in_process("report", "--color", "always", cwd=project)
     assert "\x1b[1;31mmissing" in coloured
 
 
@@ -219,11 +219,11 @@ def test_third_party_kernels_reached_through_a_helper_module(tmp_path: Path) -> 
 
 
 def test_report_usage_errors(tmp_path: Path) -> None:
-    code, _, err = run_cli("report", "nothere.py", cwd=tmp_path)
+    code, _, err = cli_in_process("report", "nothere.py", cwd=tmp_path)
     assert code == 2 and "nothere.py" in err
-    code, _, err = run_cli("report", "--output-format", "sarif", cwd=tmp_path)
+    code, _, err = cli_in_process("report", "--output-format", "sarif", cwd=tmp_path)
     assert code == 2
-    code, out, _ = run_cli("report", "--output-format", "json", cwd=tmp_path)
+    code, out, _ = cli_in_process("report", "--output-format", "json", cwd=tmp_path)
     assert code == 0 and json.loads(out) == {"entry_points": []}
 
 
@@ -284,7 +284,7 @@ def test_a_spawned_worker_has_a_row_of_its_own(tmp_path: Path) -> None:
         assert {e["line"] for e in worker["checks"][check]["evidence"]} == lines
     # Nothing reaches CUDA work or a catalog operation: no deterministic mode needed.
     assert worker["checks"]["deterministic-mode"]["status"] == "not-needed"
-    code, out, _ = run_cli("report", "--color", "never", cwd=tmp_path)
+    code, out, _ = cli_in_process("report", "--color", "never", cwd=tmp_path)
     assert "main.py:15 -> main_worker" in out and "spawned by `mp.spawn(...)` in the program that starts at main.py:23" in out
     # Every check has a column, and the table wraps into blocks that fit 100 columns.
     table = out.split("\n\n(")[0].split("\n\nmain.py:15 -> main_worker (")[0]
@@ -321,7 +321,7 @@ def test_resume_rng_state_follows_tdl008(tmp_path: Path) -> None:
     result = report["entry_points"][0]["checks"]["resume-rng-state"]
     assert result["status"] == "missing" and result["evidence"][0]["message"].startswith("TDL008"), result
     # With the states saved, the check is ok and cites where the run resumes.
-    run_cli("--fix", "--unsafe-fixes", "--select", "TDL008", "--no-cache", ".", cwd=tmp_path)
+    cli_in_process("--fix", "--unsafe-fixes", "--select", "TDL008", "--no-cache", ".", cwd=tmp_path)
     code, report = _report(cwd=tmp_path)
     result = report["entry_points"][0]["checks"]["resume-rng-state"]
     assert result["status"] == "ok" and (result["evidence"][0]["path"], result["evidence"][0]["line"]) == ("train.py", 25), result
@@ -393,7 +393,7 @@ def test_a_label_map_in_hash_order_is_missing_in_hidden_order(tmp_path: Path) ->
     result = report["entry_points"][0]["checks"]["hidden-order"]
     assert code == 1 and result["status"] == "missing", result
     assert [(e["path"], e["line"]) for e in result["evidence"]] == [("data.py", 3)]
-    run_cli("--fix", "--select", "TDL107", "--no-cache", ".", cwd=tmp_path)
+    cli_in_process("--fix", "--select", "TDL107", "--no-cache", ".", cwd=tmp_path)
     assert "enumerate(sorted(labels))" in (tmp_path / "data.py").read_text(encoding="utf-8")
     code, report = _report(cwd=tmp_path)
     assert code == 0 and report["entry_points"][0]["checks"]["hidden-order"]["status"] == "ok"
@@ -477,7 +477,7 @@ def test_rank_order_missing_then_fixed_then_ok(tmp_path: Path) -> None:
     rows = {row["reason"]: row["checks"]["rank-order"] for row in report["entry_points"]}
     assert rows["spawned"]["status"] == "missing" and rows["spawned"]["evidence"][0]["message"].startswith("TDL011"), rows
     assert rows["main block"]["status"] == "not-needed", rows
-    run_cli("--fix", "--unsafe-fixes", "--select", "TDL011", "--no-cache", ".", cwd=project)
+    cli_in_process("--fix", "--unsafe-fixes", "--select", "TDL011", "--no-cache", ".", cwd=project)
     _, report = _report(cwd=project)
     rows = {row["reason"]: row["checks"]["rank-order"] for row in report["entry_points"]}
     assert rows["spawned"]["status"] == "ok" and "distributed" in rows["spawned"]["evidence"][0]["message"], rows

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, cli_in_process, run_cli
 
 from torchdet_lint.core.catalog import load_catalog
 from torchdet_lint.core.data import load_toml, rules_directory
@@ -121,7 +121,7 @@ def test_a_library_the_catalog_does_not_know_is_a_warning_once_not_an_error(tmp_
         (tmp_path / name).write_text(XFORMERS, encoding="utf-8")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "c.py").write_text(XFORMERS, encoding="utf-8")
-    code, out, err = run_cli("--no-cache", "--select", "TDL2", "--output-format", "concise", ".", cwd=tmp_path)
+    code, out, err = cli_in_process("--no-cache", "--select", "TDL2", "--output-format", "concise", ".", cwd=tmp_path)
     assert code == 1, err  # the run went on: diagnostics, not a usage error (2)
     assert out.count(" TDL202 ") == 3 and "xformers 0.0.21" in out  # the known pin still applies
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
@@ -134,7 +134,7 @@ def test_a_library_the_catalog_does_not_know_is_a_warning_once_not_an_error(tmp_
 def test_a_malformed_version_of_an_unknown_library_is_still_an_error(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.torchdet-lint]\nlibrary-versions = { unknownlib = 3 }\n", encoding="utf-8")
     (tmp_path / "a.py").write_text(XFORMERS, encoding="utf-8")
-    code, _, err = run_cli("--no-cache", "a.py", cwd=tmp_path)
+    code, _, err = cli_in_process("--no-cache", "a.py", cwd=tmp_path)
     assert code == 2 and "`library-versions.unknownlib` must be a version string" in err
 
 
@@ -231,7 +231,7 @@ def test_names_bound_to_other_callables_are_not_kernels() -> None:
 
 
 def _report(root: Path) -> dict:
-    code, out, err = run_cli("report", "--no-cache", "--output-format", "json", cwd=root)
+    code, out, err = cli_in_process("report", "--no-cache", "--output-format", "json", cwd=root)
     assert code in (0, 1), err
     return json.loads(out)
 
@@ -242,11 +242,11 @@ def test_an_accelerate_example_needs_the_flag_and_is_ok_after_the_fix(tmp_path: 
     (root / "nlp_example_cpu.py").unlink()
     report = _report(root)["entry_points"][0]["checks"]["deterministic-mode"]
     assert report["status"] == "missing" and "accelerator.prepare" in report["evidence"][0]["message"]
-    code, out, err = run_cli("check", "--no-cache", "--select", "TDL302", "--fix", "--unsafe-fixes", ".", cwd=root)
+    code, out, err = cli_in_process("check", "--no-cache", "--select", "TDL302", "--fix", "--unsafe-fixes", ".", cwd=root)
     assert code == 0, out + err
     assert "torch.use_deterministic_algorithms(True)" in (root / "nlp_example.py").read_text(encoding="utf-8")
     assert _report(root)["entry_points"][0]["checks"]["deterministic-mode"]["status"] == "ok"
-    code, out, _ = run_cli("check", "--no-cache", "--select", "TDL302", ".", cwd=root)
+    code, out, _ = cli_in_process("check", "--no-cache", "--select", "TDL302", ".", cwd=root)
     assert code == 0, out
 
 
