@@ -1314,10 +1314,31 @@ class Project:
             start_offset=offset,
             end_offset=end_offset,
         )
-        notebook = getattr(source, "notebook", None)
-        if notebook is not None:
-            diagnostic = notebook.place(diagnostic)
-        return diagnostic
+        return self.placed(diagnostic)
+
+    def span_diagnostic(self, display: str, span, code: str, name: str, message: str, fix=None) -> Diagnostic:
+        """A project rule's finding at a recorded span of a file (a site, a draw, a loader: anything
+        with lines, columns and offsets), placed in its notebook cell when the file is a notebook."""
+        return self.placed(
+            Diagnostic(
+                path=display,
+                line=span.line,
+                column=span.column,
+                end_line=span.end_line,
+                end_column=span.end_column,
+                code=code,
+                name=name,
+                message=message,
+                fix=fix,
+                start_offset=span.start_offset,
+                end_offset=span.end_offset,
+            )
+        )
+
+    def placed(self, diagnostic: Diagnostic) -> Diagnostic:
+        """The diagnostic with its lines named by notebook cell when its file is a notebook."""
+        notebook = getattr(self.sources.get(diagnostic.path), "notebook", None)
+        return notebook.place(diagnostic) if notebook is not None else diagnostic
 
 
 def _closure(starts: Iterable[Node], successors: Callable[[Node], List[Node]]) -> Set[Node]:

@@ -335,21 +335,7 @@ class CheckpointWithoutRngState(ProjectRule):
             fix = fixer.fix(site, missing, module_states[display], loads, runs)
             if fix is None and fixer.withheld:
                 message += f"; no fix offered: {fixer.withheld}"
-            diagnostic = Diagnostic(
-                path=display,
-                line=site.line,
-                column=site.column,
-                end_line=site.end_line,
-                end_column=site.end_column,
-                code=self.code,
-                name=self.name,
-                message=message,
-                fix=fix,
-                start_offset=site.start_offset,
-                end_offset=site.end_offset,
-            )
-            notebook = getattr(project.sources.get(display), "notebook", None)
-            yield notebook.place(diagnostic) if notebook is not None else diagnostic
+            yield project.span_diagnostic(display, site, self.code, self.name, message, fix)
 
 
 def _helper_kind(state: str) -> str:

@@ -202,21 +202,7 @@ class RankDivergentOrder(ProjectRule):
         fix = _fix(project, display, facts, draw, uses)
         if fix is None and draw.kind == "seed":
             message += "; no fix offered: the seed is handed to the sampler in another file"
-        diagnostic = Diagnostic(
-            path=display,
-            line=draw.line,
-            column=draw.column,
-            end_line=draw.end_line,
-            end_column=draw.end_column,
-            code=self.code,
-            name=self.name,
-            message=message,
-            fix=fix,
-            start_offset=draw.start_offset,
-            end_offset=draw.end_offset,
-        )
-        notebook = getattr(project.sources.get(display), "notebook", None)
-        return notebook.place(diagnostic) if notebook is not None else diagnostic
+        return project.span_diagnostic(display, draw, self.code, self.name, message, fix)
 
 
 def distributed_setup(project: Project, nodes: Set[Node]) -> Optional[Located]:

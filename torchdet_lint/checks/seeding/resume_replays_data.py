@@ -258,8 +258,7 @@ class ResumeReplaysData(ProjectRule):
             start_offset=start,
             end_offset=end,
         )
-        notebook = getattr(project.sources.get(place.path), "notebook", None)
-        return notebook.place(diagnostic) if notebook is not None else diagnostic
+        return project.placed(diagnostic)
 
 
 class _Analysis:
