@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import gc
 import os
 import sys
 import time
@@ -23,7 +24,7 @@ from torchdet_lint.core.source import SourceError, SourceText, decode_source, re
 from torchdet_lint.engine.cache import Cache, SummaryIndex, content_digest, summary_fingerprint
 from torchdet_lint.engine.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.engine.discovery import SourceFile
-from torchdet_lint.engine.file_pass import FileResult, RunOptions, cyclic_gc_paused, lint_python
+from torchdet_lint.engine.file_pass import FileResult, RunOptions, cyclic_gc_paused, lint_python, settle_kept_result
 from torchdet_lint.engine.project_phase import ProjectContext, project_phase
 from torchdet_lint.engine.workspace import ProjectScope
 from torchdet_lint.model.project import Project
@@ -248,8 +249,26 @@ def run(
     in place of its bytes on disk (standard input, an editor's buffer, flake8's
     lines, a fixed text) or a result to reuse (a file a fix round left alone).
     With `project` false, the file pass alone (summaries for a context)."""
+    try:
+        return _run(files, options, jobs, project, use_cache, progress, cache_root, context, texts or {})
+    finally:
+        # What the run froze (`settle_kept_result`) is the collector's again: a long-lived
+        # process (the language server) drops one run's results for the next one's.
+        gc.unfreeze()
+
+
+def _run(
+    files: Sequence[SourceFile],
+    options: RunOptions,
+    jobs: int,
+    project: bool,
+    use_cache: bool,
+    progress: bool,
+    cache_root: Optional[Path],
+    context: Optional[ProjectContext],
+    texts: Dict[str, Given],
+) -> RunResult:
     cache = Cache(cache_root or options.settings.root, options) if use_cache else None
-    texts = texts or {}
     results: List[Optional[FileResult]] = [None] * len(files)
     tasks = []
     for index, file in enumerate(files):
@@ -275,11 +294,13 @@ def run(
             chunksize = max(1, min(8, len(tasks) // (jobs * 32)))
             for position, result in zip(order, pool.map(_lint_in_worker, ordered_tasks, chunksize=chunksize)):
                 results[tasks[position][0]] = result
+                settle_kept_result()
                 if bar:
                     bar.advance()
     else:
         for position in order:
             results[tasks[position][0]] = _lint_one(tasks[position][1], options, cache)
+            settle_kept_result()
             if bar:
                 bar.advance()
     if bar:
