@@ -182,6 +182,7 @@ class Project:
         self._call_reach: Dict[Node, Reach] = {}
         self._call_edge_cache: Dict[Node, List[Node]] = {}
         self._edges: Dict[Node, List[Node]] = {}
+        self._reached_nodes: Dict[Tuple[Node, ...], FrozenSet[Node]] = {}
         self._in_process: Dict[Node, List[Node]] = {}
         self._resolved: Dict[Tuple[str, str], List[Node]] = {}
         self._helpers: Optional[List[Tuple[Node, Reach]]] = None
@@ -944,9 +945,14 @@ class Project:
         combined.covers = {kind: site for kind, site in combined.covers.items() if not site.site.condition}
         return combined
 
-    def reached_nodes(self, entry: EntryPoint) -> Set[Node]:
-        """Every function (file, key) whose code an entry point runs."""
-        return _closure(self.entry_starts(entry), self.edges)
+    def reached_nodes(self, entry: EntryPoint) -> FrozenSet[Node]:
+        """Every function (file, key) whose code an entry point runs. Kept per start: several rules
+        and the report ask it of every run, and a big project's closure holds thousands of nodes."""
+        starts = tuple(self.entry_starts(entry))
+        found = self._reached_nodes.get(starts)
+        if found is None:
+            found = self._reached_nodes[starts] = frozenset(_closure(starts, self.edges))
+        return found
 
     def node_at(self, display: str, line: int) -> Node:
         """The function of a file that holds a line (its innermost span; else the module's code)."""
