@@ -5,7 +5,7 @@ import statement or a qualified call target names, seen from the importing file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from torchdet_lint.model.summary import FileSummary
 
@@ -23,6 +23,7 @@ class ModuleIndex:
         self.summaries = summaries
         self.roots: Dict[str, Path] = {}
         self.resolved: Dict[str, Path] = {}
+        canonical: Dict[Path, Path] = {}
         for display, summary in summaries.items():
             path = paths.get(display, Path(display))
             try:
@@ -30,10 +31,13 @@ class ModuleIndex:
             except OSError:
                 pass
             self.resolved[display] = path
-            self.roots[display] = _import_root(path, summary)
+            root = _import_root(path, summary)
+            # One object per root directory: `_visible` compares them by identity, millions of times.
+            self.roots[display] = canonical.setdefault(root, root)
         all_roots = set(self.roots.values())
         if project_root is not None:
-            all_roots.add(project_root.resolve())  # the directory `python -m` and tools run from
+            root = project_root.resolve()  # the directory `python -m` and tools run from
+            all_roots.add(canonical.setdefault(root, root))
         # name -> [(root it is relative to or None when importable everywhere, display path)]
         self.names: Dict[str, List[Tuple[Optional[Path], str]]] = {}
         for display, summary in summaries.items():
@@ -44,19 +48,29 @@ class ModuleIndex:
                 if ancestor in all_roots:
                     name = _dotted_relative(path, ancestor)
                     if name:
-                        self.names.setdefault(name, []).append((ancestor, display))
+                        self.names.setdefault(name, []).append((canonical[ancestor], display))
         self._cache: Dict[Tuple[str, str], Optional[Tuple[str, str]]] = {}
+        # Per importer, asked for each of its call targets: the directories above it, and every
+        # module its `from ... import` statements name with each of that module's packages.
+        self._parents: Dict[str, FrozenSet[Path]] = {}
+        self._from_prefixes: Dict[str, FrozenSet[str]] = {}
+
+    def _parents_of(self, importer: str) -> FrozenSet[Path]:
+        found = self._parents.get(importer)
+        if found is None:
+            path = self.resolved.get(importer)
+            found = self._parents[importer] = frozenset(path.parents) if path is not None else frozenset()
+        return found
 
     def _visible(self, entries: List[Tuple[Optional[Path], str]], importer: str) -> Optional[str]:
-        importer_path = self.resolved.get(importer)
         importer_root = self.roots.get(importer)
         best: Optional[Tuple[int, str]] = None
         for root, display in entries:
             if root is None:
                 rank = 1
-            elif root == importer_root:
+            elif root is importer_root:
                 rank = 0
-            elif importer_path is not None and root in importer_path.parents:
+            elif root in self._parents_of(importer):
                 rank = 2
             else:
                 continue
@@ -98,11 +112,14 @@ class ModuleIndex:
         it): `from pkg.Mod import x` imports the submodule `pkg.Mod` itself, so a package's
         re-export of `Mod` does not apply to the names taken from it; only an attribute read
         (`import pkg; pkg.Mod`) sees what `pkg/__init__.py` bound."""
-        summary = self.summaries.get(importer)
-        if summary is None or not summary.from_modules:
-            return False
-        prefix = ".".join(parts)
-        return any(module == prefix or module.startswith(prefix + ".") for module in summary.from_modules)
+        prefixes = self._from_prefixes.get(importer)
+        if prefixes is None:
+            summary = self.summaries.get(importer)
+            modules = summary.from_modules if summary is not None else ()
+            prefixes = self._from_prefixes[importer] = frozenset(
+                ".".join(module.split(".")[:end]) for module in modules for end in range(1, module.count(".") + 2)
+            )
+        return ".".join(parts) in prefixes
 
     def _reexport(self, parts: List[str], importer: str) -> Optional[str]:
         """What the package `parts[:-1]` binds its submodule's name `parts[-1]` to, when it is a
