@@ -161,6 +161,22 @@ def test_linting_leaves_the_cycle_collector_as_the_host_had_it(enabled_before: b
         gc.enable() if was else gc.disable()
 
 
+def test_a_run_hands_every_object_it_froze_back_to_the_collector() -> None:
+    """The results a run keeps are frozen out of the collector's sight while it runs (and a large
+    file's freed memory is handed back); a long-lived host (the language server) drops them for
+    the next run's, so none stays frozen after it."""
+    import gc
+
+    from torchdet_lint.testing import lint_sources
+
+    big = "import torch\n" + "".join(f"def f{i}(x):\n    return torch.index_add(x, 0, x, x)\n" for i in range(3000))
+    assert len(big) > 100_000  # past the size after which the run hands memory back
+    gc.unfreeze()
+    diagnostics = lint_sources({"big.py": big, "train.py": "import torch\ntorch.backends.cudnn.benchmark = True\n"})
+    assert gc.get_freeze_count() == 0
+    assert any(d.code == "TDL301" for d in diagnostics)
+
+
 def test_a_keyword_dict_with_keys_that_are_not_identifiers(tmp_path: Path) -> None:
     """`**{"np.bool_": ...}` can only reach a **kwargs parameter: it is not taken for keywords (it crashed once)."""
     (tmp_path / "train.py").write_text(

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import libcst as cst
 from libcst._nodes.base import CSTNode
@@ -208,6 +208,30 @@ def settle_kept_result() -> None:
     if gc.isenabled():
         gc.collect(0)
         gc.freeze()
+
+
+# A syntax tree takes about 700 bytes per byte of source: past this size its memory is worth
+# handing back (`release_freed_memory`).
+LARGE_TREE_BYTES = 100_000
+_TRIM: List[Optional[Callable[[int], int]]] = []
+
+
+def release_freed_memory() -> None:
+    """Give the memory a large file's syntax tree held back to the system (glibc's `malloc_trim`).
+
+    The parser's allocations live on the C heap, which keeps freed memory for reuse: after
+    torch's largest file (1 MB of source, a 770 MB tree) a run's resident size stayed at the
+    tree's peak, and the results the run then gathered grew it further (1.09 GB against the
+    bare parse's 0.83 GB). Nothing to do where there is no glibc."""
+    if not _TRIM:
+        try:
+            import ctypes
+
+            _TRIM.append(ctypes.CDLL("libc.so.6").malloc_trim)
+        except (OSError, AttributeError):
+            _TRIM.append(None)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)
 
 
 def check_text(

@@ -24,7 +24,15 @@ from torchdet_lint.core.source import SourceError, SourceText, decode_source, re
 from torchdet_lint.engine.cache import Cache, SummaryIndex, content_digest, summary_fingerprint
 from torchdet_lint.engine.config import Settings, selected_codes, target_library_versions, target_torch_version
 from torchdet_lint.engine.discovery import SourceFile
-from torchdet_lint.engine.file_pass import FileResult, RunOptions, cyclic_gc_paused, lint_python, settle_kept_result
+from torchdet_lint.engine.file_pass import (
+    LARGE_TREE_BYTES,
+    FileResult,
+    RunOptions,
+    cyclic_gc_paused,
+    lint_python,
+    release_freed_memory,
+    settle_kept_result,
+)
 from torchdet_lint.engine.project_phase import ProjectContext, project_phase
 from torchdet_lint.engine.workspace import ProjectScope
 from torchdet_lint.model.project import Project
@@ -301,6 +309,8 @@ def _run(
         for position in order:
             results[tasks[position][0]] = _lint_one(tasks[position][1], options, cache)
             settle_kept_result()
+            if sizes[position] >= LARGE_TREE_BYTES:
+                release_freed_memory()  # its syntax tree, if it was parsed, is gone now
             if bar:
                 bar.advance()
     if bar:
