@@ -148,8 +148,11 @@ def test_the_summary_index_is_filled_cold_and_read_warm(tmp_path: Path) -> None:
     cold = timings("train.py")
     assert (cold["context_files"], cold["context_computed"]) == (2, 2)
     assert list((project / ".torchdet_lint_cache").glob("summaries-*.pickle"))
-    warm = timings("train.py")
-    assert (warm["context_files"], warm["context_computed"]) == (2, 0)
+    # Another file named: no answer recorded for it, the summaries of the others are read.
+    warm = timings("train2.py")
+    assert (warm["context_files"], warm["context_computed"], warm["projects_unchanged"]) == (2, 0, 0)
+    # Nothing changed since train.py was reported: its answer is the recorded one.
+    assert timings("train.py")["projects_unchanged"] == 1
     # The helper stops seeding torch: the next run of train.py reads it again and reports.
     (project / "utils" / "seed.py").write_text(SEED_HELPER.replace("    torch.manual_seed(seed)\n", ""), encoding="utf-8")
     edited = timings("train.py")

@@ -275,7 +275,9 @@ def run_check(args) -> int:
                 f"{len(selected_codes(scope.settings))} rules",
                 file=sys.stderr,
             )
-    result = run_scopes(scopes, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet)
+    # Fixing and `--add-noqa` need every file's text and results; a check only needs its diagnostics.
+    reuse = not (args.fix or args.diff or args.add_noqa)
+    result = run_scopes(scopes, jobs=jobs, use_cache=not args.no_cache, progress=not args.quiet, reuse_results=reuse)
     if args.verbose:
         parsed = sum(1 for f in result.files if f.parsed)
         timings = {name: round(value, 3) for name, value in result.timings.items()}

@@ -119,7 +119,7 @@ class Cache:
         try:
             if entry.parent not in self._made:
                 entry.parent.mkdir(parents=True, exist_ok=True)
-                _mark_directory(self.directory)
+                mark_directory(self.directory)
                 self._made.add(entry.parent)
             with open(temporary, "wb") as out:
                 pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -131,7 +131,7 @@ class Cache:
             # a read-only tree still lints; it just is not cached
 
 
-def _mark_directory(directory: Path) -> None:
+def mark_directory(directory: Path) -> None:
     """The cache directory ignores itself in git and says it is a cache (CACHEDIR.TAG)."""
     ignore = directory / ".gitignore"
     if not ignore.exists():
@@ -166,7 +166,7 @@ def content_digest(data: bytes) -> str:
 # A file changed within this long before its entry was recorded may have changed
 # again within the file system's timestamp granularity: its content is checked
 # (git's "racily clean" entries).
-_RACY_NS = 2_000_000_000
+RACY_NS = 2_000_000_000
 
 
 @dataclass
@@ -218,7 +218,7 @@ class SummaryIndex:
             stat = os.stat(path)
         except OSError:
             return False, None
-        if stat.st_size == entry.size and stat.st_mtime_ns == entry.mtime_ns and entry.recorded_ns - entry.mtime_ns > _RACY_NS:
+        if stat.st_size == entry.size and stat.st_mtime_ns == entry.mtime_ns and entry.recorded_ns - entry.mtime_ns > RACY_NS:
             return True, entry.summary
         try:
             with open(path, "rb") as handle:
@@ -238,7 +238,7 @@ class SummaryIndex:
         if (
             known is not None
             and (known.size, known.mtime_ns, known.digest, known.module_name) == (stat[0], stat[1], digest, module_name)
-            and known.recorded_ns - known.mtime_ns > _RACY_NS
+            and known.recorded_ns - known.mtime_ns > RACY_NS
         ):
             return  # nothing new: the index need not be written again
         self.entries[key] = SummaryEntry(stat[0], stat[1], now, digest, module_name, _interned(summary))
@@ -255,7 +255,7 @@ class SummaryIndex:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _mark_directory(self.path.parent)
+            mark_directory(self.path.parent)
             handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
             with os.fdopen(handle, "wb") as out:
                 pickle.dump(self.entries, out, protocol=pickle.HIGHEST_PROTOCOL)

@@ -17,6 +17,7 @@ from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.rule import Rule
 from torchdet_lint.engine.discovery import Excluder
 from torchdet_lint.engine.file_pass import FileResult, RunOptions
+from torchdet_lint.engine.results_cache import ConfigListing
 from torchdet_lint.engine.suppressions import UNUSED_NOQA, apply_suppressions, unused_noqa
 from torchdet_lint.model.project import Project
 from torchdet_lint.model.summary import FileSummary
@@ -54,7 +55,7 @@ def build_project(
         torch_version=options.torch_version,
         first_party=options.first_party,
         reported=linted if context is not None else None,
-        config_files=functools.partial(config_files, options.settings),
+        config_files=ConfigListing(functools.partial(config_files, options.settings)),
     )
 
 

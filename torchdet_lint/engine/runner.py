@@ -33,7 +33,8 @@ from torchdet_lint.engine.file_pass import (
     release_freed_memory,
     settle_kept_result,
 )
-from torchdet_lint.engine.project_phase import ProjectContext, project_phase
+from torchdet_lint.engine.project_phase import ProjectContext, config_files, project_phase
+from torchdet_lint.engine.results_cache import ConfigListing, ResultsCache, ResultsRecord, file_stamps
 from torchdet_lint.engine.workspace import ProjectScope
 from torchdet_lint.model.project import Project
 
@@ -151,16 +152,7 @@ def lint_path(
     if result is not None:
         _as_displayed(result, display)  # the same file seen from another working directory
         result.from_cache = True
-        try:
-            source = decode_source(data)
-        except SourceError:
-            source = None
-        # A notebook's findings are placed in its cells through its source (the project phase's too).
-        if source is not None and path.suffix == ".ipynb":
-            from torchdet_lint.engine.notebook import notebook_source
-
-            source = notebook_source(source)
-        result.source = source
+        result.source = _decoded(data, path)
     else:
         try:
             source = decode_source(data)
@@ -175,6 +167,20 @@ def lint_path(
     result.stat = (stat.st_size, stat.st_mtime_ns)
     result.digest = content_digest(data)
     return result
+
+
+def _decoded(data: bytes, path: Path) -> Optional[SourceText]:
+    """The text of a file linted before (None when it cannot be decoded); a notebook's findings
+    are placed in its cells through its source (the project phase's too)."""
+    try:
+        source = decode_source(data)
+    except SourceError:
+        return None
+    if path.suffix == ".ipynb":
+        from torchdet_lint.engine.notebook import notebook_source
+
+        return notebook_source(source)
+    return source
 
 
 def _as_displayed(result: FileResult, display: str) -> None:
@@ -429,13 +435,37 @@ def run_scopes(
     use_cache: bool = True,
     progress: bool = False,
     extra_codes: frozenset = frozenset(),
+    reuse_results: bool = False,
 ) -> RunResult:
-    """Lint the named files of each project; the project phase sees every file of it."""
+    """Lint the named files of each project; the project phase sees every file of it.
+
+    With `reuse_results` (a caller that only reports diagnostics), a project where nothing
+    changed since a run reported the named files answers from that run's record (see
+    `results_cache`); every run through the cache records its answer."""
     combined = RunResult(
-        timings={"file_pass": 0.0, "project_phase": 0.0, "context": 0.0, "context_files": 0, "context_computed": 0}
+        timings={
+            "file_pass": 0.0,
+            "project_phase": 0.0,
+            "context": 0.0,
+            "context_files": 0,
+            "context_computed": 0,
+            "projects_unchanged": 0,
+        }
     )
     for scope in scopes:
         options = make_options(scope.settings, first_party_names(scope.files), extra_codes)
+        keyed = [(_index_key(scope.root, file.path), file) for file in scope.files]
+        results_cache = ResultsCache.for_project(scope.root, options) if use_cache else None
+        if results_cache is not None and reuse_results:
+            started = time.perf_counter()
+            recorded = _recorded_run(scope, options, keyed, results_cache)
+            combined.timings["context"] += time.perf_counter() - started
+            if recorded is not None:
+                combined.timings["projects_unchanged"] += 1
+                combined.files.extend(recorded.results)
+                combined.diagnostics.extend(d for result in recorded.results for d in result.diagnostics)
+                combined.projects.append(recorded)
+                continue
         started = time.perf_counter()
         context, index = project_context(scope, options, scope.named, jobs=jobs, use_cache=use_cache, progress=progress)
         combined.timings["context"] += time.perf_counter() - started
@@ -448,6 +478,8 @@ def run_scopes(
                 if result.digest is not None:
                     record_summary(index, scope, file, result)
             index.save()
+            if results_cache is not None:
+                _record_run(results_cache, index, keyed, named, part)
         combined.files.extend(part.files)
         combined.diagnostics.extend(part.diagnostics)
         for name in ("file_pass", "project_phase"):
@@ -455,6 +487,60 @@ def run_scopes(
         combined.projects.append(ProjectRun(scope, options, named, part.files, context, part.projects[0].model))
     combined.diagnostics = sort_diagnostics(combined.diagnostics)
     return combined
+
+
+def _recorded_run(
+    scope: ProjectScope, options: RunOptions, keyed: List[Tuple[str, SourceFile]], results_cache: ResultsCache
+) -> Optional[ProjectRun]:
+    """The project's run answered from its results record, when nothing it depends on changed;
+    only the files with findings are read (for the output's source lines)."""
+    key_of = {file.path: key for key, file in keyed}
+    named = scope.named_files
+    answer = results_cache.answer(
+        keyed,
+        [key_of[file.path] for file in named],
+        lambda path: module_name_for(path)[0],
+        functools.partial(config_files, scope.settings),
+    )
+    if answer is None:
+        return None
+    results = []
+    for file in named:
+        diagnostics = answer[key_of[file.path]]
+        source = None
+        if diagnostics:
+            try:
+                source = _decoded(read_bytes(file.path), file.path)
+            except SourceError:
+                return None  # gone since its stamp was checked: lint it for real
+        results.append(FileResult(file.display, diagnostics, source=source, from_cache=True))
+    return ProjectRun(scope, options, named, results)
+
+
+def _record_run(
+    results_cache: ResultsCache,
+    index: SummaryIndex,
+    keyed: List[Tuple[str, SourceFile]],
+    named: List[SourceFile],
+    part: RunResult,
+) -> None:
+    """Keep the run's answer for the project, with the stamps of what it was computed from."""
+    files = file_stamps(index, keyed)
+    model = part.projects[0].model
+    listing = model.config_files if model is not None else None
+    configs = listing.stamps if isinstance(listing, ConfigListing) and listing.listed is not None else None
+    key_of = {file.display: key for key, file in keyed}
+    reported: Dict[str, List[Diagnostic]] = {key_of[file.display]: [] for file in named}
+    for diagnostic in part.diagnostics:
+        key = key_of.get(diagnostic.path)
+        if key not in reported:
+            files = None  # a finding outside the named files: nothing to key it by
+            break
+        reported[key].append(diagnostic)
+    if files is None:
+        results_cache.forget()
+        return
+    results_cache.save(results_cache.merged(ResultsRecord(os.getcwd(), files, reported, configs)))
 
 
 class ProgressBar:

@@ -195,7 +195,7 @@ class Project:
         self._suppliers: Optional[Dict[str, List[Tuple[Node, Located]]]] = None
         self._optional_seeds: Optional[Set[str]] = None
         # The project's YAML configs (found on first need: only runs with config-built objects read them).
-        self._config_files = config_files
+        self.config_files = config_files  # called once, when a config-built run needs the configs
         self._config_names: Optional[List[Tuple[Path, List[str]]]] = None
         self._dynamic_cache: Dict[Tuple[str, str], List[Node]] = {}  # (file, kind.method) -> candidates
         self._named: Optional[List[str]] = None
@@ -499,7 +499,7 @@ class Project:
         run with: the others configure the recipe's other scripts."""
         if self._config_names is None:
             self._config_names = []
-            for path in self._config_files() if self._config_files is not None else []:
+            for path in self.config_files() if self.config_files is not None else []:
                 try:
                     text = path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
