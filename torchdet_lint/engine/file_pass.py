@@ -282,6 +282,12 @@ def _check_parsed(
     except (RecursionError, MemoryError):
         result.diagnostics.append(error_diagnostic(display, "not analysed: the file is nested too deeply to parse"))
         return result
+    if len(text) >= LARGE_TREE_BYTES:
+        # The native parser's own working memory (most of the parse's peak: the syntax tree's
+        # Python objects are a small part of it) is freed by now but kept by the C heap, while
+        # the walk allocates in arenas of its own: handed back, the walk and Python's `ast` of
+        # the file (for positions) no longer stack on top of the parse's peak.
+        release_freed_memory()
     context = FileContext(
         display,
         text,
