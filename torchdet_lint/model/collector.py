@@ -37,13 +37,6 @@ from torchdet_lint.model.arguments import (
     project_directory,
     rebound_parameters,
 )
-from torchdet_lint.model.options import (
-    MAX_OPTION_CONDITIONS,
-    OPTION_SEPARATOR,
-    attribute_writes,
-    evaluated_reads,
-    parsed_options,
-)
 from torchdet_lint.model.facts import (
     BACKWARD_METHODS,
     BENCHMARK_SETTINGS,
@@ -109,6 +102,13 @@ from torchdet_lint.model.named import (
     TEST_RUNNERS,
     dotted_literal,
     seed_by_harness,
+)
+from torchdet_lint.model.options import (
+    MAX_OPTION_CONDITIONS,
+    OPTION_SEPARATOR,
+    attribute_writes,
+    evaluated_reads,
+    parsed_options,
 )
 from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.processes import (
@@ -738,9 +738,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         """`args = parser.parse_args()` of a parser whose options this scope shows in full."""
         frame = self.option_frames[-1]
         scope = frame.scope if frame.scope is not None else self.context.module
-        options = parsed_options(scope, name, value, lambda call: self.context.call_name(call) == "argparse.ArgumentParser" and not any(
-            arg.keyword is not None and arg.keyword.value == "parents" for arg in call.args
-        ))
+        options = parsed_options(
+            scope,
+            name,
+            value,
+            lambda call: (
+                self.context.call_name(call) == "argparse.ArgumentParser"
+                and not any(arg.keyword is not None and arg.keyword.value == "parents" for arg in call.args)
+            ),
+        )
         if options is not None:
             frame.namespaces[name] = frozenset(options)
             self.function.namespaces[name] = options

@@ -1151,7 +1151,9 @@ class Project:
             _extend(found, [Located(node[0], site) for site in function.draws.get(kind, ()) if not site.overwritten])
             skipped = {callee for target in function.loaded for callee in self.resolve(node[0], target)}
             pending.extend(successor for successor in self.edges(node) if successor not in skipped)
-        return found
+        # A draw under a command-line option stands only where the run's reach kept it (`entry_reach`).
+        kept = {(item.path, item.site.line) for item in draws}
+        return [item for item in found if not item.site.option or (item.path, item.site.line) in kept]
 
     def optional_seed(self, guard: str) -> bool:
         """Whether a seeding's guard tests a seed option that defaults to None (`args.seed is not
