@@ -306,6 +306,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.flag_parameters: List[Tuple[int, Dict[str, int]]] = [(0, {})]
         self.option_frames: List[_OptionFrame] = [_OptionFrame(0, 0, {}, {}, None, [], [])]
         self.ifexps: List[cst.IfExp] = []  # enclosing conditional expressions
+        self.plain_calls: Set[Tuple[str, str]] = set()  # (function key, target): a call passing no namespace
         # id of a call that drew from torch -> (its site, the branch depth it was made at)
         self.construction_sites: Dict[int, Tuple[Site, int]] = {}
         self.construction_depths: Dict[int, int] = {}  # id of a first-party call -> its branch depth
@@ -758,16 +759,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 writes.append(name)
 
     def _call_options(self, node: cst.Call, target: str, function: FunctionSummary) -> None:
-        """What a first-party call passes that a callee's `Site.option` may be about."""
-        calls = function.call_options.setdefault(target, [])
-        if len(calls) > MAX_ARGUMENT_CALLS:
-            return
-        record: Dict[str, str] = {}
-        calls.append(record)
-        if len(calls) > MAX_ARGUMENT_CALLS:
-            record["*"] = "?"  # too many to keep: the callee's parameters may get anything
-            return
+        """What a first-party call passes that a callee's `Site.option` may be about. Only calls that
+        pass a namespace or a parameter are kept one by one; the others all read alike (the option
+        holds for all they tell), so one empty record stands for them, and none while no call of the
+        target passes anything (the callee then finds no record: the same answer)."""
         frame = self.option_frames[-1]
+        record: Dict[str, str] = {}
         for index, arg in enumerate(node.args):
             if arg.star:
                 record["*"] = "?"
@@ -780,6 +777,21 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 record[key] = "n|" + name
             elif name in frame.parameters:
                 record[key] = f"p|{name}|{frame.parameters[name]}"
+        plain = not any(passed != "?" for passed in record.values())
+        calls = function.call_options.get(target)
+        if plain:
+            if calls is None:
+                self.plain_calls.add((self.key, target))
+            elif {} not in calls:
+                calls.append({})
+            return
+        if calls is None:
+            calls = function.call_options[target] = [{}] if (self.key, target) in self.plain_calls else []
+        if len(calls) >= MAX_ARGUMENT_CALLS:
+            if {} not in calls:
+                calls.append({})  # too many to keep: the callee's parameters may get anything
+            return
+        calls.append(record)
         if any(passed.startswith("p|") for passed in record.values()):
             frame.records.append(record)
 
