@@ -103,6 +103,13 @@ from torchdet_lint.model.named import (
     dotted_literal,
     seed_by_harness,
 )
+from torchdet_lint.model.options import (
+    MAX_OPTION_CONDITIONS,
+    OPTION_SEPARATOR,
+    attribute_writes,
+    evaluated_reads,
+    parsed_options,
+)
 from torchdet_lint.model.parameters import generator_given
 from torchdet_lint.model.processes import (
     FORK,
@@ -193,6 +200,28 @@ def is_main_guard(node: cst.If) -> bool:
 MAX_GRADIENT_CALLS = 16
 
 
+def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    stack = [tree]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(sub_nodes(current))
+    return False
+
+
+class _OptionFrame(NamedTuple):
+    """A function's view of command-line namespaces (`model/options.py`)."""
+
+    if_base: int  # `if` statements and conditional expressions enclosing the function itself
+    ifexp_base: int
+    parameters: Dict[str, int]  # parameter -> position (the receiver of a method not counted; -1 keyword-only)
+    namespaces: Dict[str, FrozenSet[str]]  # names bound to a fully visible parser's `parse_args()` -> its options
+    scope: Optional[cst.CSTNode]  # the function (None: the module)
+    parameter_sites: List[Site]  # sites whose option is on a parameter, undone if the body binds it again
+    records: List[Dict[str, str]]  # `call_options` records made here, likewise
+
+
 class _CallFacts(NamedTuple):
     """One call as every part of `SummaryCollector.visit_Call` reads it."""
 
@@ -275,6 +304,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
         # Per function: (the `if` depth at its start, its parameters that default to a false value).
         self.flag_parameters: List[Tuple[int, Dict[str, int]]] = [(0, {})]
+        self.option_frames: List[_OptionFrame] = [_OptionFrame(0, 0, {}, {}, None, [], [])]
+        self.ifexps: List[cst.IfExp] = []  # enclosing conditional expressions
+        self.plain_calls: Set[Tuple[str, str]] = set()  # (function key, target): a call passing no namespace
         # id of a call that drew from torch -> (its site, the branch depth it was made at)
         self.construction_sites: Dict[int, Tuple[Site, int]] = {}
         self.construction_depths: Dict[int, int] = {}  # id of a first-party call -> its branch depth
@@ -526,6 +558,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         self.bound_expressions.append({})
         method = bool(self.keys[-1][1]) and len(self.keys) == 2
         self.flag_parameters.append(self._flag_parameters(node, method))
+        own = self.keys[-1][0] != self.keys[-2][0]  # not a method of a class in a function: a key of its own
+        self.option_frames.append(
+            _OptionFrame(len(self.ifs), len(self.ifexps), self._positions(node, method) if own else {}, {}, node, [], [])
+        )
 
     def _annotated_parameters(self, node: cst.FunctionDef) -> Dict[str, str]:
         """Parameters annotated with a first-party class (`cfg: TrainConfig`): what they hold."""
@@ -570,6 +606,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         and `self.trainer: Trainer = ...` in a method, an attribute of it."""
         if node.value is not None:
             self._attribute_assignments([node.target], node.value)
+            self._namespace_writes(node.target)
         if type(node.target) is cst.Name and self.class_stack and len(self.keys) == 1:
             self._optional_seed(node.target.value, node.value)
         target = self._annotation_target(node.annotation.annotation)
@@ -644,6 +681,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         self.argument_frames.append(({}, []))
+        self.option_frames.append(_OptionFrame(len(self.ifs), len(self.ifexps), {}, {}, node, [], []))
         if id(node) in self.running_lambdas:
             self.keys.append(self.keys[-1])
         else:
@@ -653,6 +691,109 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.keys.pop()
         self.argument_frames.pop()
+        self.option_frames.pop()
+
+    # -- command-line options (`model/options.py`) ---------------------------------------------------
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.ifexps.append(node)
+
+    def leave_IfExp(self, original_node: cst.IfExp) -> None:
+        self.ifexps.pop()
+
+    @staticmethod
+    def _positions(node: cst.FunctionDef, method: bool) -> Dict[str, int]:
+        params = node.params
+        positional = [*params.posonly_params, *params.params]
+        found: Dict[str, int] = {}
+        for index, param in enumerate([*positional, *params.kwonly_params]):
+            if not (method and index == 0):  # the receiver: an object, not a namespace handed in
+                found[param.name.value] = index - (1 if method else 0) if index < len(positional) else -1
+        return found
+
+    def _under_option(self, node: cst.Call, site: Site) -> None:
+        """`Site.option` of a draw or loader here: the first option an enclosing test certainly reads
+        on a namespace whose parser does not define it, else on a parameter of this function."""
+        frame = self.option_frames[-1]
+        tests = [(entry[0].test, not entry[1]) for entry in self.ifs[frame.if_base :]]
+        for ifexp in self.ifexps[frame.ifexp_base :]:
+            if _contains(ifexp.body, node):
+                tests.append((ifexp.test, True))
+            elif _contains(ifexp.orelse, node):
+                tests.append((ifexp.test, False))
+        found: List[str] = []
+        for test, outcome in tests:
+            for name, option in evaluated_reads(test, outcome):
+                if name in frame.namespaces:
+                    if option not in frame.namespaces[name]:
+                        site.option = "!" + option
+                        return
+                elif name in frame.parameters:
+                    condition = f"|{self.key}|{name}|{frame.parameters[name]}|{option}"
+                    if condition not in found and len(found) < MAX_OPTION_CONDITIONS:
+                        found.append(condition)
+        if found:
+            site.option = OPTION_SEPARATOR.join(found)
+            frame.parameter_sites.append(site)
+
+    def _namespace(self, name: str, value: cst.BaseExpression) -> None:
+        """`args = parser.parse_args()` of a parser whose options this scope shows in full."""
+        frame = self.option_frames[-1]
+        scope = frame.scope if frame.scope is not None else self.context.module
+        options = parsed_options(
+            scope,
+            name,
+            value,
+            lambda call: (
+                self.context.call_name(call) == "argparse.ArgumentParser"
+                and not any(arg.keyword is not None and arg.keyword.value == "parents" for arg in call.args)
+            ),
+        )
+        if options is not None:
+            frame.namespaces[name] = frozenset(options)
+            self.function.namespaces[name] = options
+
+    def _namespace_writes(self, node: cst.CSTNode) -> None:
+        writes = self.function.namespace_writes
+        for name in attribute_writes(node):
+            if name not in writes:
+                writes.append(name)
+
+    def _call_options(self, node: cst.Call, target: str, function: FunctionSummary) -> None:
+        """What a first-party call passes that a callee's `Site.option` may be about. Only calls that
+        pass a namespace or a parameter are kept one by one; the others all read alike (the option
+        holds for all they tell), so one empty record stands for them, and none while no call of the
+        target passes anything (the callee then finds no record: the same answer)."""
+        frame = self.option_frames[-1]
+        record: Dict[str, str] = {}
+        for index, arg in enumerate(node.args):
+            if arg.star:
+                record["*"] = "?"
+                continue
+            if type(arg.value) is not cst.Name:
+                continue
+            key = arg.keyword.value if arg.keyword is not None else f"#{index}"
+            name = arg.value.value
+            if name in frame.namespaces:
+                record[key] = "n|" + name
+            elif name in frame.parameters:
+                record[key] = f"p|{name}|{frame.parameters[name]}"
+        plain = not any(passed != "?" for passed in record.values())
+        calls = function.call_options.get(target)
+        if plain:
+            if calls is None:
+                self.plain_calls.add((self.key, target))
+            elif {} not in calls:
+                calls.append({})
+            return
+        if calls is None:
+            calls = function.call_options[target] = [{}] if (self.key, target) in self.plain_calls else []
+        if len(calls) >= MAX_ARGUMENT_CALLS:
+            if {} not in calls:
+                calls.append({})  # too many to keep: the callee's parameters may get anything
+            return
+        calls.append(record)
+        if any(passed.startswith("p|") for passed in record.values()):
+            frame.records.append(record)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.keys.pop()
@@ -666,6 +807,16 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     calls[index] = (calls[index][0], open_rebound(list(calls[index][1]), rebound))
         self.bound_expressions.pop()
         self.flag_parameters.pop()
+        frame = self.option_frames.pop()
+        rebound = rebound_parameters(original_node) if frame.parameter_sites or frame.records else set()
+        for site in frame.parameter_sites:
+            # `args = load(args.config)`: no longer the namespace passed in.
+            kept = [c for c in site.option.split(OPTION_SEPARATOR) if c.split("|")[2] not in rebound]
+            site.option = OPTION_SEPARATOR.join(kept)
+        for record in frame.records:
+            for key, passed in list(record.items()):
+                if passed.startswith("p|") and passed.split("|")[1] in rebound:
+                    del record[key]
 
     def _flag_parameters(self, node: cst.FunctionDef, method: bool) -> Tuple[int, Dict[str, int]]:
         """(depth of the `if` stack at the function's start, parameters that default to a false
@@ -706,6 +857,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     passed.append(key)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._namespace_writes(node.target)
         self._attribute_assignments([node.target], None)
 
     def _attribute_assignments(self, targets: List[cst.BaseExpression], value: Optional[cst.BaseExpression]) -> None:
@@ -828,6 +980,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns_seen += 1
+        for assigned in node.targets:
+            self._namespace_writes(assigned.target)
+        if len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            self._namespace(node.targets[0].target.value, node.value)
         self._bound_then_seeded(node)
         value = node.value
         if self._at_module_level() and not self.in_main and isinstance(value, (cst.Dict, cst.List, cst.Tuple)):
@@ -966,6 +1122,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         """What a call tells, one part per kind of fact (in this order), over one reading of the
         call (`_CallFacts`)."""
         call = self._call_facts(node)
+        self._namespace_writes(node)
         self._call_graph(call)
         self._training(node, call.qualified, call.attribute, call.function, call.site)
         self._named_objects(node, call.qualified, call.attribute, call.function, call.seen, call.site)
@@ -1005,6 +1162,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         node, func, qualified, attribute, function, seen, index, target, loader, site = call
         if target:
             function.add_call(target, seen)
+            if self._first_party(target):
+                self._call_options(node, target, function)
             if node.args and self._first_party(target):
                 self._call_flags(node, target, function)
                 if self.context.imports_torch:
@@ -1122,6 +1281,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if kind is not None:
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             drawn = site(text)
+            self._under_option(node, drawn)
             function.add_draw(kind, drawn)
             if kind == "torch":
                 self.construction_sites[id(node)] = (drawn, self._branch_depth())
@@ -1223,8 +1383,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         """DataLoaders (TDL102), every data-loading call (the report's `dataloaders` check), and
         worker init functions."""
         node, func, qualified, attribute, function, seen, index, target, loader, site = call
-        if (qualified in DATA_LOADING or is_dataloader(loader)) and len(function.loading) < MAX_SITES:
-            function.loading.append(site(f"`{_spelling(func)}(...)`"))
+        if qualified in DATA_LOADING or is_dataloader(loader):
+            loading = site(f"`{_spelling(func)}(...)`")
+            self._under_option(node, loading)
+            # Loaders under an option have room of their own: dropped later, they must not crowd out the rest.
+            if sum(1 for s in function.loading if bool(s.option) == bool(loading.option)) < MAX_SITES:
+                function.loading.append(loading)
         if is_dataloader(loader):
             self._loader(node, loader)
             self._data_protocol(node, loader, target, function, seen)

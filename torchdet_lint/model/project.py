@@ -6,7 +6,7 @@ module graph. Data and queries for the project rules; it runs nothing.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
@@ -17,6 +17,7 @@ from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.facts import config_helpers, entry_configured
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.named import CONFIG, DYNAMIC, IMPORT, MAX_DYNAMIC_CANDIDATES, METHOD, MODULE, NAMED, yaml_targets
+from torchdet_lint.model.options import OPTION_SEPARATOR
 from torchdet_lint.model.processes import SPAWN
 from torchdet_lint.model.summary import (
     LAMBDA_KEY,
@@ -81,7 +82,7 @@ class Reach:
     def merge(self, other: "Reach") -> None:
         for kind, sites in other.draws.items():
             mine = self.draws.setdefault(kind, [])
-            _extend(mine, sites)
+            _extend_optioned(mine, sites)
         for kind, site in other.covers.items():
             current = self.covers.get(kind)
             if current is None or (current.site.condition and not site.site.condition):
@@ -90,13 +91,27 @@ class Reach:
         _extend_by_phase(self.ops, other.ops)
         for profile, sites in other.raising.items():
             _extend_by_phase(self.raising.setdefault(profile, []), sites)
-        _extend(self.loading, other.loading)
+        _extend_optioned(self.loading, other.loading)
         _extend(self.trains, other.trains)
         _extend(self.moves, other.moves)
         _extend_unresolved(self.unresolved, other.unresolved)
         for spawn in other.spawns:
             if spawn not in self.spawns:
                 self.spawns.append(spawn)
+
+
+def _extend_optioned(mine: List[Located], more: Iterable[Located]) -> None:
+    """As `_extend`, with room of its own for sites under a command-line option (`Site.option`),
+    which an entry point may drop: they do not crowd out the others, and a site that holds without
+    one replaces the same site under one."""
+    for item in more:
+        same = next((m for m in mine if item.path == m.path and item.site.line == m.site.line), None)
+        if same is not None:
+            if same.site.option.startswith("!") and not item.site.option.startswith("!"):
+                mine[mine.index(same)] = item
+            continue
+        if sum(1 for m in mine if bool(m.site.option) == bool(item.site.option)) < MAX_SITES:
+            mine.append(item)
 
 
 def _extend_unresolved(mine: List[Located], more: Iterable[Located]) -> None:
@@ -869,6 +884,9 @@ class Project:
                     for successor in edges(member):
                         if successor not in members:
                             combined.merge(self._across(member, successor, store[successor]))
+                if len(component) > 1:
+                    # Members call each other with arguments no single outside call decides.
+                    combined = _options_resolved(combined, lambda located, node: "" if node in members else None)
                 for member in component:
                     store[member] = combined
             if work:
@@ -879,6 +897,7 @@ class Project:
         """What a call from `caller` gets of `callee`'s reach: a setting the callee makes only under
         `if <flag parameter>:` holds when the caller passes that flag a value that may be true
         (`seed_everything(0, deterministic=True)`), and not otherwise (the default is false)."""
+        reach = self._options_across(caller, callee, reach)
         conditional = [kind for kind, site in reach.covers.items() if site.site.condition]
         if not conditional:
             return reach
@@ -900,6 +919,38 @@ class Project:
             else:
                 del resolved.covers[kind]
         return resolved
+
+    def _options_across(self, caller: Node, callee: Node, reach: Reach) -> Reach:
+        """A callee's draw or loader under `if <parameter>.<option>:` as its caller sees it: under the
+        caller's own parameter it passes on; dropped (`!`) where it passes the namespace of a fully
+        visible parser that defines no such option; kept otherwise, and where its calls disagree."""
+        if not any(callee in _option_nodes(item) for item in _optioned(reach)):
+            return reach
+        function = self.summaries[caller[0]].functions.get(caller[1])
+        records = [
+            record
+            for target, calls in (function.call_options.items() if function is not None else ())
+            if callee in self.resolve(caller[0], target)
+            for record in calls
+        ]
+
+        def across(condition: str, node: Node) -> Optional[str]:
+            if node != callee:
+                return None  # a deeper function's: decided on its own call
+            _, _, parameter, position, option = condition.split("|")
+            outcomes = set()
+            for record in records:
+                passed = record.get(parameter) or (record.get("#" + position) if position != "-1" else None)
+                if passed is None:
+                    outcomes.add("")  # its default, or hidden behind `*`/`**`
+                elif passed.startswith("n|"):
+                    outcomes.add("" if option in function.namespaces.get(passed[2:], ()) else "!" + option)
+                else:
+                    _, name, at = passed.split("|")
+                    outcomes.add(f"{caller[0]}|{caller[1]}|{name}|{at}|{option}")
+            return outcomes.pop() if len(outcomes) == 1 else ""
+
+        return _options_resolved(reach, across)
 
     def entry_starts(self, entry: EntryPoint) -> List[Node]:
         """Where an entry point's code starts: its module-level code and main block; for a
@@ -943,7 +994,16 @@ class Project:
             combined.merge(self.reach(start))
         # A setting left under a flag parameter nobody passed: the flag keeps its false default.
         combined.covers = {kind: site for kind, site in combined.covers.items() if not site.site.condition}
+        if any(item.site.option.startswith("!") for item in _optioned(combined)):
+            # Under an option the entry point's parser never defines, unless reached code sets it.
+            written = {name for node in self.reached_nodes(entry) for name in self._namespace_writes(node)}
+            if "*" not in written:
+                combined = _options_resolved(combined, drop=_dropped(written))
         return combined
+
+    def _namespace_writes(self, node: Node) -> List[str]:
+        function = self.summaries[node[0]].functions.get(node[1]) if node[0] in self.summaries else None
+        return function.namespace_writes if function is not None else []
 
     def reached_nodes(self, entry: EntryPoint) -> FrozenSet[Node]:
         """Every function (file, key) whose code an entry point runs. Kept per start: several rules
@@ -1091,7 +1151,9 @@ class Project:
             _extend(found, [Located(node[0], site) for site in function.draws.get(kind, ()) if not site.overwritten])
             skipped = {callee for target in function.loaded for callee in self.resolve(node[0], target)}
             pending.extend(successor for successor in self.edges(node) if successor not in skipped)
-        return found
+        # A draw under a command-line option stands only where the run's reach kept it (`entry_reach`).
+        kept = {(item.path, item.site.line) for item in draws}
+        return [item for item in found if not item.site.option or (item.path, item.site.line) in kept]
 
     def optional_seed(self, guard: str) -> bool:
         """Whether a seeding's guard tests a seed option that defaults to None (`args.seed is not
@@ -1372,3 +1434,66 @@ def _line_offset(text: str, line: int) -> int:
             return len(text)
         offset = found + 1
     return offset
+
+
+def _optioned(reach: Reach) -> List[Located]:
+    return [item for sites in (*reach.draws.values(), reach.loading) for item in sites if item.site.option]
+
+
+def _condition_node(condition: str, located: Located) -> Optional[Node]:
+    """The function whose parameter an option condition is on (None: decided, `!<option>`)."""
+    if condition.startswith("!"):
+        return None
+    file, key = condition.split("|", 2)[:2]
+    return (file or located.path, key)
+
+
+def _option_nodes(located: Located) -> List[Node]:
+    conditions = located.site.option.split(OPTION_SEPARATOR) if located.site.option else []
+    return [node for node in (_condition_node(c, located) for c in conditions) if node is not None]
+
+
+def _dropped(written: Set[str]) -> Callable[[Located], bool]:
+    """At an entry point: a site under an option its parser lacks, which no reached code sets."""
+    return lambda located: located.site.option.startswith("!") and located.site.option[1:] not in written
+
+
+def _options_resolved(
+    reach: Reach,
+    decide: Optional[Callable[[str, Node], Optional[str]]] = None,
+    drop: Optional[Callable[[Located], bool]] = None,
+) -> Reach:
+    """A copy of `reach` whose optioned draws and loaders have each condition on a parameter replaced
+    by what `decide` returns for it (None: unchanged; "": it holds for all `decide` knows; `!<option>`:
+    it cannot hold, and neither can the site), without the sites `drop` leaves out."""
+    if not _optioned(reach):
+        return reach
+
+    def option_of(located: Located) -> str:
+        if decide is None or not located.site.option or located.site.option.startswith("!"):
+            return located.site.option
+        conditions: List[str] = []
+        for condition in located.site.option.split(OPTION_SEPARATOR):
+            node = _condition_node(condition, located)
+            decided = decide(condition, node) if node is not None else None
+            if decided is None:
+                decided = condition
+            if decided.startswith("!"):
+                return decided
+            if decided and decided not in conditions:
+                conditions.append(decided)
+        return OPTION_SEPARATOR.join(conditions)
+
+    def resolved(sites: List[Located]) -> List[Located]:
+        kept: List[Located] = []
+        for item in sites:
+            if drop is not None and item.site.option and drop(item):
+                continue
+            option = option_of(item)
+            kept.append(item if option == item.site.option else Located(item.path, replace(item.site, option=option)))
+        return kept
+
+    copy = Reach(**{name: getattr(reach, name) for name in reach.__dataclass_fields__})
+    copy.draws = {kind: kept for kind, kept in ((kind, resolved(sites)) for kind, sites in reach.draws.items()) if kept}
+    copy.loading = resolved(reach.loading)
+    return copy

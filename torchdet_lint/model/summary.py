@@ -54,6 +54,13 @@ class Site:
     # A backward-only operation whose tensors get a gradient only from these parameters of its
     # function ("x#0,y#-1"): evidence only where some call of the function passes one a gradient.
     gradient_from: str = ""
+    # A draw or loader that runs only where a command-line option exists (`if args.shuffle_bin:`,
+    # `RandomSampler(d) if args.shuffle_bin else None`: reading an option the namespace lacks raises):
+    # "<file>|<function key>|<parameter>|<position>|<option>" (joined by ";", one per option read)
+    # while the namespace is a parameter of that function (file "" = the site's own), "!<option>" once
+    # it is known to be the namespace of a fully visible parser that defines no such option
+    # (see `model/options.py`).
+    option: str = ""
 
 
 @dataclass
@@ -135,6 +142,16 @@ class FunctionSummary:
     # First-party calls whose result a `return` hands back (`return UniformSampler(d)`): what a
     # method called on this function's result runs.
     returns: List[str] = field(default_factory=list)
+    # Names bound here to `parser.parse_args()` of a parser whose every option is visible -> the
+    # options it defines (`model/options.py`).
+    namespaces: Dict[str, List[str]] = field(default_factory=dict)
+    # First-party call target -> one record per call: argument ("#<position>" or keyword) -> "n|<name>"
+    # (one of `namespaces`) or "p|<parameter>|<position>" (a parameter of this function); "*" when a
+    # `*`/`**` argument hides what is passed. What resolves a callee's `Site.option`.
+    call_options: Dict[str, List[Dict[str, str]]] = field(default_factory=dict)
+    # Attributes this code sets on an object other than `self`/`cls` (`args.lr = ...`,
+    # `setattr(args, "lr", ...)`); "*" for one it cannot name (`vars(args).update(...)`).
+    namespace_writes: List[str] = field(default_factory=list)
 
     def add_call(self, target: str, seen: Set[str]) -> None:
         if target not in seen:
@@ -147,7 +164,8 @@ class FunctionSummary:
 
     def add_draw(self, kind: str, site: Site) -> None:
         sites = self.draws.setdefault(kind, [])
-        if len(sites) < MAX_SITES:
+        # Draws under an option have room of their own: dropped later, they must not have crowded out the rest.
+        if sum(1 for s in sites if bool(s.option) == bool(site.option)) < MAX_SITES:
             sites.append(site)
 
     def add_cover(self, kind: str, site: Site) -> None:

@@ -313,6 +313,31 @@ _REACH = """
     a false value seeds where a call passes that parameter a value that may
     be true, not where it keeps the default.
 
+    A draw, sampler or DataLoader that runs only under a test reading a
+    command-line option (`if args.bin_loader:`, `RandomSampler(d) if
+    args.shuffle_bin else None`, the left side of `and`/`or`, a comparison
+    or `not` of one) is no evidence for an entry point whose `argparse`
+    parser never defines that option: reading an attribute an
+    `argparse.Namespace` lacks raises, so the branch never runs. The
+    namespace is the one the entry point binds to `parser.parse_args()`,
+    and it counts where it is handed on as an argument, through any number
+    of first-party calls, to the parameter the test reads. This needs the
+    whole parser in sight, in the function that parses: an
+    `argparse.ArgumentParser` without `parents=`, every `add_argument`
+    written with literal names and `dest`, and an `action=` that is a
+    string, `set_defaults` with keywords only, the parser used for nothing
+    else (not handed to a helper, no groups or subparsers, no
+    `parse_known_args`, no `parse_args(namespace=...)`), and the parser and
+    the namespace each bound once. Code the entry point reaches must not set
+    the option either (`args.x = ...`, `setattr(args, "x", ...)`; a
+    `setattr` with a computed name, `vars(args).update(...)` or
+    `vars(args)[...] = ...` anywhere in reach keeps every such draw). When
+    any of this is not so, when a parameter the test reads is bound again in
+    its function (`args = presets[args.name]`), or when the callers of a
+    function disagree about what they pass, the draw counts: another entry
+    point sharing the data module whose parser defines the option is still
+    reported.
+
     Where the analysis cannot follow (a class named by a string from
     configuration it cannot read, an import by a computed name,
     `cfg.build()` on a value whose class it cannot see while some
@@ -460,6 +485,13 @@ class UnseededTorch(_UnseededGlobalRng):
     is seeded with the shared seed. `conftest.py` and `hubconf.py` are imported by
     pytest and `torch.hub`: they are not scripts. A seed in a branch
     (`if args.seed is not None:`) counts as a seed.
+    Options decide evidence only through the tests around a draw, sampler
+    or DataLoader itself: a first-party call under `if args.x:` still
+    reaches what it calls, and a namespace kept on an object
+    (`self.args.x`), read with `getattr(args, "x", False)` or parsed in
+    another function than the one that hands it on (`args = get_args()`) is
+    not followed, so such a draw counts. A third-party function handed the
+    namespace is assumed not to add options to it.
 
     A MONAI `Rand*` transform applied outside MONAI's DataLoader (a plain
     `torch.utils.data.DataLoader`, or called directly) draws from a
