@@ -987,6 +987,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return state
         return None
 
+    def grad_effect(self, item: cst.BaseExpression) -> Optional[bool]:
+        """What a `with` item does to gradients: False off, True on, None neither or unknown."""
+        return self._grad_effect(item) if isinstance(item, (cst.Call, cst.Name, cst.Attribute)) else None
+
     def _grad_effect(self, call: cst.BaseExpression) -> Optional[bool]:
         """False when a `with` item or decorator turns gradients off, True when on, None otherwise."""
         func = call.func if isinstance(call, cst.Call) else call

@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.catalog import RAISES
+from torchdet_lint.core.grad_uses import used_only_without_grad
 from torchdet_lint.core.names import (
     NOT_LITERAL,
     arg_value,
@@ -1201,21 +1202,20 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     identity = scopes.bound_calls.get(id(node))
                     found = site(f"`{match.name}`")
                     found.cuda_only = match.cuda_only
+                    backward_only = not match_operations(self.context, node, assume_no_grad=True)
+                    if backward_only and used_only_without_grad(self.context, node):
+                        break  # no loss depends on the result: its backward never runs
                     if identity is not None and backward_only_module(self.context, node):
                         # Counted at the end, unless every call of the module is without gradient.
                         self.bound_modules.append((function, found, identity))
-                    elif (
-                        scopes.function_identity is not None
-                        and not scopes.grad_disabled
-                        and not match_operations(self.context, node, assume_no_grad=True)
-                    ):
+                    elif scopes.function_identity is not None and not scopes.grad_disabled and backward_only:
                         # Backward-only here: counted at the end unless the function only runs without
                         # gradient (a backward formula registered below, a helper of a no-grad caller).
                         found.gradient_from = _gradient_text(gradient_parameters(self.context, node))
                         self.bound_modules.append((function, found, scopes.function_identity))
                     else:
                         # Evidence only in a run that trains when no forward condition holds.
-                        _add_op(function.ops, found, not match_operations(self.context, node, assume_no_grad=True))
+                        _add_op(function.ops, found, backward_only)
                     break
             self._raising(node, function, index)
 
@@ -1743,6 +1743,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         scopes = self.context.scopes
         without_grad = self._raising_match(node, True)
+        if without_grad is None and used_only_without_grad(self.context, node):
+            return  # no loss depends on the result (TDL202 is silent too)
         if found.strict_only and found.module_form and scopes.watch_module(node):
             self.spatial_undecided.append((function, index, node, found, without_grad is None))
             return
