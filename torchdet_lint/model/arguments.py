@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from torchdet_lint.core.catalog import NOT_LITERAL
-from torchdet_lint.core.names import literal
+from torchdet_lint.core.names import dotted_name, literal
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -71,6 +71,64 @@ def _plain(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_plain(v) for v in value)
     return value is None or isinstance(value, (str, int, float, bool))
+
+
+# Context managers that expect their block to raise: a test's `with pytest.raises(ValueError):`
+# around a call with bad arguments. The call stops at the error, so what it passes is no value its
+# parameters hold in a run (the default it leaves out included).
+_RAISES_CONTEXTS = frozenset({"pytest.raises"})
+_RAISES_METHODS = frozenset({"assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
+
+
+def _raises_context(func_name: Optional[str], dotted: Optional[str]) -> bool:
+    if func_name in _RAISES_CONTEXTS:
+        return True
+    return dotted is not None and dotted.startswith("self.") and dotted[5:] in _RAISES_METHODS
+
+
+def expected_to_raise(node: cst.With, qualified: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[cst.Call]:
+    """The call a `with pytest.raises(...)` (or `self.assertRaises(...)`) block expects to raise:
+    the outermost call of its last statement (`f(bad)`, `x = f(bad)`). Earlier statements and the
+    calls that compute its arguments run as usual. None for any other `with`."""
+    if not any(
+        type(item.item) is cst.Call and _raises_context(qualified(item.item.func), dotted_name(item.item.func))
+        for item in node.items
+    ):
+        return None
+    statements: Sequence[cst.CSTNode] = node.body.body  # a block's statements, a one-line suite's small ones
+    if statements and type(node.body) is cst.IndentedBlock:
+        statements = statements[-1].body if type(statements[-1]) is cst.SimpleStatementLine else ()
+    if not statements:
+        return None
+    last = statements[-1]
+    value = getattr(last, "value", None) if isinstance(last, (cst.Expr, cst.Assign, cst.AnnAssign)) else None
+    return value if type(value) is cst.Call else None
+
+
+def ast_expected_to_raise(node: "ast.AST", qualified: Callable[["ast.expr"], Optional[str]]) -> Optional["ast.Call"]:
+    """`expected_to_raise` for a file the pre-filter only scanned."""
+    if not isinstance(node, (ast.With, ast.AsyncWith)) or not node.body:
+        return None
+    if not any(
+        isinstance(item.context_expr, ast.Call)
+        and _raises_context(qualified(item.context_expr.func), _ast_dotted_name(item.context_expr.func))
+        for item in node.items
+    ):
+        return None
+    last = node.body[-1]
+    value = last.value if isinstance(last, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    return value if isinstance(value, ast.Call) else None
+
+
+def _ast_dotted_name(node: "ast.expr") -> Optional[str]:
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def parameter_table(node: cst.FunctionDef, method: bool) -> Dict[str, Tuple[Optional[int], Any]]:

@@ -33,6 +33,7 @@ from torchdet_lint.model.arguments import MAX_CALLS as MAX_ARGUMENT_CALLS
 from torchdet_lint.model.arguments import (
     Passed,
     call_arguments,
+    expected_to_raise,
     open_rebound,
     parameter_table,
     project_directory,
@@ -279,6 +280,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # id of a call that drew from torch -> (its site, the branch depth it was made at)
         self.construction_sites: Dict[int, Tuple[Site, int]] = {}
         self.construction_depths: Dict[int, int] = {}  # id of a first-party call -> its branch depth
+        self.expected_to_raise: Set[int] = set()  # ids of calls a `with pytest.raises(...)` expects to raise
         self.loops = 0  # enclosing `for`/`while`/`try` statements (with `self.ifs`: the branch depth)
         self.seeded_objects: Set[int] = set()  # ids of constructions whose objects `set_random_state` seeds
         self.seeded_names: Optional[FrozenSet[str]] = None  # names `X` of `X.set_random_state(...)` in the file
@@ -427,6 +429,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def visit_With(self, node: cst.With) -> None:
         self._enter_compound(node)
+        raising = expected_to_raise(node, self.context.qualified_name)
+        if raising is not None:
+            self.expected_to_raise.add(id(raising))
 
     def leave_With(self, original_node: cst.With) -> None:
         self._leave_compound()
@@ -740,7 +745,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _call_arguments(self, node: cst.Call, target: str) -> None:
         """What a call of a first-party function passes, for the values its parameters can hold."""
         calls = self.summary.call_arguments.setdefault(target, [])
-        if len(calls) >= MAX_ARGUMENT_CALLS:
+        if len(calls) >= MAX_ARGUMENT_CALLS or id(node) in self.expected_to_raise:
             return
         table, recorded = self.argument_frames[-1]
         arguments = call_arguments(node, table, self.context.scopes.values)

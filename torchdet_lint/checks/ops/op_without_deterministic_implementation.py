@@ -205,7 +205,9 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     position, followed through a caller that passes its own parameter on
     (with that parameter's default and callers). When none of them selects
     the raising kernel the finding is dropped; one call passing
-    `mode="max"` keeps it. The values stay unknown, and the finding stands,
+    `mode="max"` keeps it. A call a test expects to raise (the last one in a
+    `with pytest.raises(...)` or `self.assertRaises(...)` block) stops at the
+    error and passes nothing that counts. The values stay unknown, and the finding stands,
     when a call passes a non-literal or a `*args`/`**kwargs` splat (a
     `**dd` of a dict display with string keys passes just those keys), when
     nothing in the project calls it, when the function or class is used
