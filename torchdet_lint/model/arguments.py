@@ -37,6 +37,14 @@ class Passed:
     default: Any  # literal default, or OPEN
 
 
+@dataclass(frozen=True)
+class Among:
+    """An argument that is a loop variable over a literal table (`for size, seed in [(0.2, 42),
+    (0.8, 7)]:`): one of these values at each call."""
+
+    values: Tuple[Any, ...]
+
+
 # One call: (the calling function's key, ((argument key, value), ...)); an argument key is the keyword,
 # "#<position>" or STAR; a value is a literal, a `Passed` or OPEN.
 CallArguments = Tuple[str, Tuple[Tuple[str, Any], ...]]
@@ -147,7 +155,10 @@ def parameter_table(node: cst.FunctionDef, method: bool) -> Dict[str, Tuple[Opti
 
 
 def call_arguments(
-    call: cst.Call, parameters: Dict[str, Tuple[Optional[int], Any]], bound: Callable[[str], List[Any]]
+    call: cst.Call,
+    parameters: Dict[str, Tuple[Optional[int], Any]],
+    bound: Callable[[str], List[Any]],
+    looped: Optional[Callable[[str], Optional[List[cst.BaseExpression]]]] = None,
 ) -> Tuple[Tuple[str, Any], ...]:
     """A call's arguments as the summary keeps them; `parameters` are the calling function's (a name
     among them is passed on, unless the project finds it rebound: see `Passed`). A `**name` splat of
@@ -169,6 +180,9 @@ def call_arguments(
         if type(value) is cst.Name and value.value in parameters:
             where, default = parameters[value.value]
             found.append((key, Passed(value.value, where, default)))
+        elif type(value) is cst.Name and looped is not None and looped(value.value):
+            values = tuple(plain_literal(one) for one in looped(value.value) or ())
+            found.append((key, Among(values) if OPEN not in values else OPEN))
         else:
             found.append((key, plain_literal(value)))
     return tuple(found)
@@ -298,6 +312,8 @@ class ArgumentIndex:
                 if passed is None:
                     return None
                 more = passed
+            elif isinstance(value, Among):
+                more = list(value.values)
             elif value == OPEN:
                 return None
             else:

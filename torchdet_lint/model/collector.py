@@ -748,7 +748,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if len(calls) >= MAX_ARGUMENT_CALLS or id(node) in self.expected_to_raise:
             return
         table, recorded = self.argument_frames[-1]
-        arguments = call_arguments(node, table, self.context.scopes.values)
+        scopes = self.context.scopes
+        arguments = call_arguments(node, table, scopes.values, scopes.loop_values)
         if any(isinstance(value, Passed) for _, value in arguments):
             recorded.append((target, len(calls)))
         calls.append((self.key, arguments))

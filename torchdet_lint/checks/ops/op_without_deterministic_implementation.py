@@ -203,7 +203,8 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     mode=self.mode)` in `forward`), its values are the parameter's default
     plus what every call or construction in the project passes, by keyword or
     position, followed through a caller that passes its own parameter on
-    (with that parameter's default and callers). When none of them selects
+    (with that parameter's default and callers) and through a loop variable
+    over a literal table (`for mode in ["nearest", "area"]: resize(x, mode)`). When none of them selects
     the raising kernel the finding is dropped; one call passing
     `mode="max"` keeps it. A call a test expects to raise (the last one in a
     `with pytest.raises(...)` or `self.assertRaises(...)` block) stops at the

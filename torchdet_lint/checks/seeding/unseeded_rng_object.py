@@ -50,7 +50,9 @@ class UnseededRngObject(Rule):
     function has callers and all of them pass a seed that is not `None`: in
     its file, or, for a module-level function, anywhere in the project (by
     keyword or position, also through a caller that passes its own
-    parameter on). One call that leaves the default, a non-literal argument
+    parameter on, or a loop variable over a literal table, `for size, seed
+    in [(0.2, 42), (0.8, 7)]:` or a name bound once to one, which passes each
+    of its values while nothing rebinds it). One call that leaves the default, a non-literal argument
     that is not such a parameter, a splat, or the function handed on or
     stored (its callers are out of sight) keeps the finding. A call a test
     expects to raise is no run: the last statement's outermost call in a
