@@ -153,6 +153,12 @@ class LocalPositions:
             raise _Unmappable()
         return statement, line
 
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The node that holds `node` (None for the module and for whitespace)."""
+        if self._parents is None:
+            self._parents = _parent_map(self.module)
+        return self._parents.get(id(node))
+
     def statement_holding(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The innermost statement line or compound statement that holds `node` (None for the module)."""
         if self._parents is None:

@@ -236,6 +236,8 @@ class _Frame:
     iterated: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
     # A function's parameters -> their position in a call (`self` not counted; -1: keyword-only).
     params: Dict[str, int] = field(default_factory=dict)
+    # A loop variable over a literal table -> (its number of bindings then, the values it takes).
+    loop_tables: Dict[str, Tuple[int, List[cst.BaseExpression]]] = field(default_factory=dict)
 
 
 _EMPTY_INIT_CONTEXTS = frozenset(
@@ -987,6 +989,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return state
         return None
 
+    def grad_effect(self, item: cst.BaseExpression) -> Optional[bool]:
+        """What a `with` item does to gradients: False off, True on, None neither or unknown."""
+        return self._grad_effect(item) if isinstance(item, (cst.Call, cst.Name, cst.Attribute)) else None
+
     def _grad_effect(self, call: cst.BaseExpression) -> Optional[bool]:
         """False when a `with` item or decorator turns gradients off, True when on, None otherwise."""
         func = call.func if isinstance(call, cst.Call) else call
@@ -1131,6 +1137,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target, None)
         self._iterated(node.target, node.iter)
+        self._loop_table(node.target, node.iter)
         counter = _counter_target(node.target, node.iter, self.resolver)
         if counter is not None:
             self._function.counters.add(counter)
@@ -1162,6 +1169,43 @@ class ScopeTracker(cst.BatchableCSTVisitor):
     def _iterated(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         if type(target) is cst.Name:
             self._function.iterated.setdefault(target.value, []).append(iterable)
+
+    def _loop_table(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for size, seed in [(0.2, 42), (0.8, 7)]:` (or over a name bound once to such a table):
+        the expressions each loop variable takes, by column."""
+        if type(iterable) is cst.Name:
+            bound = self.values(iterable.value)
+            iterable = bound[0] if len(bound) == 1 and bound[0] is not None else iterable
+        if type(iterable) not in (cst.List, cst.Tuple) or not iterable.elements:
+            return
+        rows = [element.value for element in iterable.elements if type(element) is cst.Element]
+        if len(rows) != len(iterable.elements):
+            return
+        if type(target) is cst.Name:
+            columns = {target.value: rows}
+        elif type(target) in (cst.Tuple, cst.List) and all(
+            type(e) is cst.Element and type(e.value) is cst.Name for e in target.elements
+        ):
+            width = len(target.elements)
+            if not all(type(row) in (cst.Tuple, cst.List) and len(row.elements) == width for row in rows):
+                return
+            if any(type(item) is not cst.Element for row in rows for item in row.elements):
+                return
+            columns = {e.value.value: [row.elements[i].value for row in rows] for i, e in enumerate(target.elements)}
+        else:
+            return
+        frame = self._function
+        for name, column in columns.items():
+            frame.loop_tables[name] = (len(frame.names.get(name, ())), column)
+
+    def loop_values(self, name: str) -> Optional[List[cst.BaseExpression]]:
+        """What a loop variable over a literal table can be (see `_loop_table`), while the loop's
+        binding is its last one in the enclosing function; None otherwise."""
+        frame = self._function
+        found = frame.loop_tables.get(name)
+        if found is None or found[0] != len(frame.names.get(name, ())):
+            return None
+        return found[1]
 
     def iterated(self, name: str) -> List[cst.BaseExpression]:
         """What a name bound by `for name in ...` in the enclosing function iterated over."""

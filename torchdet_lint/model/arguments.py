@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from torchdet_lint.core.catalog import NOT_LITERAL
-from torchdet_lint.core.names import literal
+from torchdet_lint.core.names import dotted_name, literal
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -35,6 +35,14 @@ class Passed:
     name: str
     position: Optional[int]  # as the caller's own callers count it (a method's receiver left out)
     default: Any  # literal default, or OPEN
+
+
+@dataclass(frozen=True)
+class Among:
+    """An argument that is a loop variable over a literal table (`for size, seed in [(0.2, 42),
+    (0.8, 7)]:`): one of these values at each call."""
+
+    values: Tuple[Any, ...]
 
 
 # One call: (the calling function's key, ((argument key, value), ...)); an argument key is the keyword,
@@ -73,6 +81,64 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
+# Context managers that expect their block to raise: a test's `with pytest.raises(ValueError):`
+# around a call with bad arguments. The call stops at the error, so what it passes is no value its
+# parameters hold in a run (the default it leaves out included).
+_RAISES_CONTEXTS = frozenset({"pytest.raises"})
+_RAISES_METHODS = frozenset({"assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
+
+
+def _raises_context(func_name: Optional[str], dotted: Optional[str]) -> bool:
+    if func_name in _RAISES_CONTEXTS:
+        return True
+    return dotted is not None and dotted.startswith("self.") and dotted[5:] in _RAISES_METHODS
+
+
+def expected_to_raise(node: cst.With, qualified: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[cst.Call]:
+    """The call a `with pytest.raises(...)` (or `self.assertRaises(...)`) block expects to raise:
+    the outermost call of its last statement (`f(bad)`, `x = f(bad)`). Earlier statements and the
+    calls that compute its arguments run as usual. None for any other `with`."""
+    if not any(
+        type(item.item) is cst.Call and _raises_context(qualified(item.item.func), dotted_name(item.item.func))
+        for item in node.items
+    ):
+        return None
+    statements: Sequence[cst.CSTNode] = node.body.body  # a block's statements, a one-line suite's small ones
+    if statements and type(node.body) is cst.IndentedBlock:
+        statements = statements[-1].body if type(statements[-1]) is cst.SimpleStatementLine else ()
+    if not statements:
+        return None
+    last = statements[-1]
+    value = getattr(last, "value", None) if isinstance(last, (cst.Expr, cst.Assign, cst.AnnAssign)) else None
+    return value if type(value) is cst.Call else None
+
+
+def ast_expected_to_raise(node: "ast.AST", qualified: Callable[["ast.expr"], Optional[str]]) -> Optional["ast.Call"]:
+    """`expected_to_raise` for a file the pre-filter only scanned."""
+    if not isinstance(node, (ast.With, ast.AsyncWith)) or not node.body:
+        return None
+    if not any(
+        isinstance(item.context_expr, ast.Call)
+        and _raises_context(qualified(item.context_expr.func), _ast_dotted_name(item.context_expr.func))
+        for item in node.items
+    ):
+        return None
+    last = node.body[-1]
+    value = last.value if isinstance(last, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    return value if isinstance(value, ast.Call) else None
+
+
+def _ast_dotted_name(node: "ast.expr") -> Optional[str]:
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 def parameter_table(node: cst.FunctionDef, method: bool) -> Dict[str, Tuple[Optional[int], Any]]:
     """Each parameter of a `def`: (its position as callers count it, None for keyword-only; its
     literal default, or OPEN)."""
@@ -89,7 +155,10 @@ def parameter_table(node: cst.FunctionDef, method: bool) -> Dict[str, Tuple[Opti
 
 
 def call_arguments(
-    call: cst.Call, parameters: Dict[str, Tuple[Optional[int], Any]], bound: Callable[[str], List[Any]]
+    call: cst.Call,
+    parameters: Dict[str, Tuple[Optional[int], Any]],
+    bound: Callable[[str], List[Any]],
+    looped: Optional[Callable[[str], Optional[List[cst.BaseExpression]]]] = None,
 ) -> Tuple[Tuple[str, Any], ...]:
     """A call's arguments as the summary keeps them; `parameters` are the calling function's (a name
     among them is passed on, unless the project finds it rebound: see `Passed`). A `**name` splat of
@@ -111,6 +180,9 @@ def call_arguments(
         if type(value) is cst.Name and value.value in parameters:
             where, default = parameters[value.value]
             found.append((key, Passed(value.value, where, default)))
+        elif type(value) is cst.Name and looped is not None and looped(value.value):
+            values = tuple(plain_literal(one) for one in looped(value.value) or ())
+            found.append((key, Among(values) if OPEN not in values else OPEN))
         else:
             found.append((key, plain_literal(value)))
     return tuple(found)
@@ -240,6 +312,8 @@ class ArgumentIndex:
                 if passed is None:
                     return None
                 more = passed
+            elif isinstance(value, Among):
+                more = list(value.values)
             elif value == OPEN:
                 return None
             else:

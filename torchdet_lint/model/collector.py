@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.catalog import RAISES
+from torchdet_lint.core.grad_uses import used_only_without_grad
 from torchdet_lint.core.names import (
     NOT_LITERAL,
     arg_value,
@@ -32,6 +33,7 @@ from torchdet_lint.model.arguments import MAX_CALLS as MAX_ARGUMENT_CALLS
 from torchdet_lint.model.arguments import (
     Passed,
     call_arguments,
+    expected_to_raise,
     open_rebound,
     parameter_table,
     project_directory,
@@ -310,6 +312,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         # id of a call that drew from torch -> (its site, the branch depth it was made at)
         self.construction_sites: Dict[int, Tuple[Site, int]] = {}
         self.construction_depths: Dict[int, int] = {}  # id of a first-party call -> its branch depth
+        self.expected_to_raise: Set[int] = set()  # ids of calls a `with pytest.raises(...)` expects to raise
         self.loops = 0  # enclosing `for`/`while`/`try` statements (with `self.ifs`: the branch depth)
         self.seeded_objects: Set[int] = set()  # ids of constructions whose objects `set_random_state` seeds
         self.seeded_names: Optional[FrozenSet[str]] = None  # names `X` of `X.set_random_state(...)` in the file
@@ -458,6 +461,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def visit_With(self, node: cst.With) -> None:
         self._enter_compound(node)
+        raising = expected_to_raise(node, self.context.qualified_name)
+        if raising is not None:
+            self.expected_to_raise.add(id(raising))
 
     def leave_With(self, original_node: cst.With) -> None:
         self._leave_compound()
@@ -891,10 +897,11 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _call_arguments(self, node: cst.Call, target: str) -> None:
         """What a call of a first-party function passes, for the values its parameters can hold."""
         calls = self.summary.call_arguments.setdefault(target, [])
-        if len(calls) >= MAX_ARGUMENT_CALLS:
+        if len(calls) >= MAX_ARGUMENT_CALLS or id(node) in self.expected_to_raise:
             return
         table, recorded = self.argument_frames[-1]
-        arguments = call_arguments(node, table, self.context.scopes.values)
+        scopes = self.context.scopes
+        arguments = call_arguments(node, table, scopes.values, scopes.loop_values)
         if any(isinstance(value, Passed) for _, value in arguments):
             recorded.append((target, len(calls)))
         calls.append((self.key, arguments))
@@ -1361,21 +1368,20 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     identity = scopes.bound_calls.get(id(node))
                     found = site(f"`{match.name}`")
                     found.cuda_only = match.cuda_only
+                    backward_only = not match_operations(self.context, node, assume_no_grad=True)
+                    if backward_only and used_only_without_grad(self.context, node):
+                        break  # no loss depends on the result: its backward never runs
                     if identity is not None and backward_only_module(self.context, node):
                         # Counted at the end, unless every call of the module is without gradient.
                         self.bound_modules.append((function, found, identity))
-                    elif (
-                        scopes.function_identity is not None
-                        and not scopes.grad_disabled
-                        and not match_operations(self.context, node, assume_no_grad=True)
-                    ):
+                    elif scopes.function_identity is not None and not scopes.grad_disabled and backward_only:
                         # Backward-only here: counted at the end unless the function only runs without
                         # gradient (a backward formula registered below, a helper of a no-grad caller).
                         found.gradient_from = _gradient_text(gradient_parameters(self.context, node))
                         self.bound_modules.append((function, found, scopes.function_identity))
                     else:
                         # Evidence only in a run that trains when no forward condition holds.
-                        _add_op(function.ops, found, not match_operations(self.context, node, assume_no_grad=True))
+                        _add_op(function.ops, found, backward_only)
                     break
             self._raising(node, function, index)
 
@@ -1907,6 +1913,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         scopes = self.context.scopes
         without_grad = self._raising_match(node, True)
+        if without_grad is None and used_only_without_grad(self.context, node):
+            return  # no loss depends on the result (TDL202 is silent too)
         if found.strict_only and found.module_form and scopes.watch_module(node):
             self.spatial_undecided.append((function, index, node, found, without_grad is None))
             return

@@ -14,7 +14,7 @@ from torchdet_lint.core.names import canonical
 from torchdet_lint.core.registrations import stores_functions
 from torchdet_lint.core.source import LineIndex, block_top_line
 from torchdet_lint.model.arguments import MAX_CALLS as MAX_ARGUMENT_CALLS
-from torchdet_lint.model.arguments import ast_call_arguments
+from torchdet_lint.model.arguments import ast_call_arguments, ast_expected_to_raise
 from torchdet_lint.model.facts import (
     BACKWARD_METHODS,
     COMMAND_RUNNERS,
@@ -569,7 +569,12 @@ class _AstScanner:
                     if made not in function.returns and len(function.returns) < MAX_CANDIDATES:
                         function.returns.append(made)
         imports = self.summary.module_imports if key == MODULE_KEY else function.imports
+        raising: Set[int] = set()  # calls a `with pytest.raises(...)` expects to raise (walked before its body)
         for child in ast.walk(node):
+            if isinstance(child, (ast.With, ast.AsyncWith)):
+                expected = ast_expected_to_raise(child, lambda func: self._target(func, None))
+                if expected is not None:
+                    raising.add(id(expected))
             if isinstance(child, ast.Import):
                 imports.extend(alias.name for alias in child.names)
             elif isinstance(child, ast.ImportFrom):
@@ -584,7 +589,7 @@ class _AstScanner:
                     function.add_call(target, seen)
                     if self._first_party(target):
                         calls = self.summary.call_arguments.setdefault(target, [])
-                        if len(calls) < MAX_ARGUMENT_CALLS:
+                        if len(calls) < MAX_ARGUMENT_CALLS and id(child) not in raising:
                             calls.append((key, ast_call_arguments(child)))
                 self._dispatch(child, func, target, key, function, seen)
                 if isinstance(func, ast.Attribute) and func.attr == "set_epoch":

@@ -13,6 +13,7 @@ from torchdet_lint.core.catalog import (
     NOT_LITERAL,
 )
 from torchdet_lint.core.diagnostics import Diagnostic
+from torchdet_lint.core.grad_uses import used_only_without_grad
 from torchdet_lint.core.names import find_arg, literal
 from torchdet_lint.core.operations import (
     backward_only_module,
@@ -136,6 +137,8 @@ class AutogradAware(Rule):
             if identity is None:
                 return message
         else:
+            if self.message_for(node, True) is None and used_only_without_grad(self.context, node):
+                return None  # backward-only, and no loss depends on the result
             identity = scopes.function_identity
             if identity is None or scopes.grad_disabled:
                 return message

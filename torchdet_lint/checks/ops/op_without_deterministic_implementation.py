@@ -203,9 +203,12 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     mode=self.mode)` in `forward`), its values are the parameter's default
     plus what every call or construction in the project passes, by keyword or
     position, followed through a caller that passes its own parameter on
-    (with that parameter's default and callers). When none of them selects
+    (with that parameter's default and callers) and through a loop variable
+    over a literal table (`for mode in ["nearest", "area"]: resize(x, mode)`). When none of them selects
     the raising kernel the finding is dropped; one call passing
-    `mode="max"` keeps it. The values stay unknown, and the finding stands,
+    `mode="max"` keeps it. A call a test expects to raise (the last one in a
+    `with pytest.raises(...)` or `self.assertRaises(...)` block) stops at the
+    error and passes nothing that counts. The values stay unknown, and the finding stands,
     when a call passes a non-literal or a `*args`/`**kwargs` splat (a
     `**dd` of a dict display with string keys passes just those keys), when
     nothing in the project calls it, when the function or class is used
@@ -237,6 +240,24 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     and uses in no other way (handed on, its `.parameters()` or `.weight`
     read) is not reported; the same name used otherwise anywhere in the file
     counts as a use, and TDL302 counts such a module the same way.
+
+    A result that no loss depends on: a backward-only kernel whose result is
+    bound to a plain local name (`sampled = F.grid_sample(feats, grid)`) that
+    the function only reads inside `with torch.no_grad():` (or
+    `inference_mode()`, `set_grad_enabled(False)`) is not reported: what is
+    computed there from it (`sampled.mean()`, `sampled[0]`, `sampled * w`, a
+    call's argument, `self.assess(sampled)`) records no graph, so no backward
+    ever reaches the kernel. Names bound from it by plain assignment
+    (`alias = sampled`) are followed the same way, and `del` is no read. Any
+    other read keeps the finding: one outside the block, a `return`, `yield`,
+    a store (`self.x = sampled`, `cache.append(sampled)`, a container display
+    not handed to a call), an augmented assignment, a read in a nested
+    function, lambda or generator expression (it runs later), a `with` that
+    turns gradients on again (`torch.enable_grad()`), and a method that may
+    hand back the tensor itself (`.float()`, `.to(...)`, `.contiguous()`, an
+    in-place method) whose result is then read outside. An operation that
+    also raises in its forward pass (`torch.histc`) is reported as before.
+    TDL201, TDL203 and TDL302 read such a result the same way.
 
     A backward-only condition also needs a run that trains: the finding
     stands where some entry point that reaches the call trains (calls
@@ -283,8 +304,14 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     another file are not followed: they count as carrying a gradient. An
     iterable named like a loader that yields tensors with a gradient would
     be taken for data, and so would a parameter named like a state dict
-    that holds parameters (`state_dict(keep_vars=True)` handed on). The
-    names a comprehension binds are not followed
+    that holds parameters (`state_dict(keep_vars=True)` handed on). A
+    result used only under `no_grad` is followed in its own function only:
+    one written into a tensor or list (`out[i] = sampled`), returned by a
+    helper or handed through `map`-like calls to code that reads it only
+    under `no_grad` elsewhere keeps the finding (mmrotate's oriented
+    RepPoints head samples point features in one method and weighs its loss
+    by them under `no_grad` in another). The names a comprehension binds are
+    not followed
     (`{k: F.interpolate(v) for k, v in sd.items()}` is reported). A plain
     function of the parameters that reads a module from a global is taken
     to bring no gradient of its own. A helper whose callers are all in the

@@ -50,9 +50,17 @@ class UnseededRngObject(Rule):
     function has callers and all of them pass a seed that is not `None`: in
     its file, or, for a module-level function, anywhere in the project (by
     keyword or position, also through a caller that passes its own
-    parameter on). One call that leaves the default, a non-literal argument
+    parameter on, or a loop variable over a literal table, `for size, seed
+    in [(0.2, 42), (0.8, 7)]:` or a name bound once to one, which passes each
+    of its values while nothing rebinds it). One call that leaves the default, a non-literal argument
     that is not such a parameter, a splat, or the function handed on or
-    stored (its callers are out of sight) keeps the finding. An object handed to a first-party constructor that seeds that
+    stored (its callers are out of sight) keeps the finding. A call a test
+    expects to raise is no run: the last statement's outermost call in a
+    `with pytest.raises(...):` or `with self.assertRaises(...):` block
+    (`split(groups, test_size=2.0)`, checking the arguments) stops at the
+    error, so the seed it leaves out does not count; the statements before
+    it, the calls that compute its arguments and a call in any other `with`
+    (`warnings.catch_warnings()`) count as usual. An object handed to a first-party constructor that seeds that
     parameter itself (`.manual_seed(...)`/`.seed(...)` on the parameter in
     `__init__`, or on the attribute `__init__` stores it in, in any method of
     the class or its bases, such as a sampler's `__iter__` seeding from
@@ -62,7 +70,9 @@ class UnseededRngObject(Rule):
 
     ## Known problems
     An object seeded in another file, or through a helper that receives it, is
-    reported; silence it with `# noqa: TDL005`.
+    reported; silence it with `# noqa: TDL005`. The call form
+    `pytest.raises(ValueError, split, groups)` hands the function on: its
+    callers are then out of sight and the finding stays.
 
     ## Options
     `seed`.
