@@ -14,7 +14,7 @@ import random
 import re
 import threading
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
@@ -355,36 +355,55 @@ class NameResolver(cst.BatchableCSTVisitor):
 # -- literal and argument helpers ----------------------------------------------------
 
 
+_NAMED_LITERALS = {"True": True, "False": False, "None": None}
+# The value of each number and string spelling seen: `ast.literal_eval` compiles its text every
+# time, and the same literals (`"cuda"`, `0`, `"mean"`) come back thousands of times in a project.
+_EVALUATED: Dict[Tuple[type, str], Any] = {}
+_MAX_EVALUATED = 100_000
+
+
 def literal(node: Optional[cst.CSTNode]) -> Any:
     """The Python value of a literal expression, or NOT_LITERAL."""
-    if node is None:
-        return NOT_LITERAL
-    if isinstance(node, cst.Name):
-        return {"True": True, "False": False, "None": None}.get(node.value, NOT_LITERAL)
-    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
-        try:
-            return ast.literal_eval(node.value)
-        except (ValueError, SyntaxError):
-            return NOT_LITERAL
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+    kind = type(node)
+    if kind is cst.Name:
+        return _NAMED_LITERALS.get(node.value, NOT_LITERAL)
+    if kind is cst.Integer or kind is cst.Float or kind is cst.Imaginary or kind is cst.SimpleString:
+        key = (kind, node.value)
+        value = _EVALUATED.get(key, _EVALUATED)
+        if value is _EVALUATED:
+            value = _evaluated(node)
+            if len(_EVALUATED) < _MAX_EVALUATED:
+                _EVALUATED[key] = value
+        return value
+    if kind is cst.ConcatenatedString:
         value = node.evaluated_value
         return NOT_LITERAL if value is None else value
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+    if kind is cst.UnaryOperation and type(node.operator) in (cst.Minus, cst.Plus):
         inner = literal(node.expression)
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-            return -inner if isinstance(node.operator, cst.Minus) else inner
+            return -inner if type(node.operator) is cst.Minus else inner
         return NOT_LITERAL
-    if isinstance(node, (cst.Tuple, cst.List)):
+    if kind is cst.Tuple or kind is cst.List:
         values = []
         for element in node.elements:
-            if isinstance(element, cst.StarredElement):
+            if type(element) is cst.StarredElement:
                 return NOT_LITERAL
             value = literal(element.value)
             if value is NOT_LITERAL:
                 return NOT_LITERAL
             values.append(value)
-        return tuple(values) if isinstance(node, cst.Tuple) else list(values)
+        return tuple(values) if kind is cst.Tuple else list(values)
     return NOT_LITERAL
+
+
+def _evaluated(node: cst.CSTNode) -> Any:
+    if type(node) is cst.SimpleString:
+        value = node.evaluated_value
+        return NOT_LITERAL if value is None else value
+    try:
+        return ast.literal_eval(node.value)
+    except (ValueError, SyntaxError):
+        return NOT_LITERAL
 
 
 # `**name` arguments whose dictionary the scope tracker saw (a dict literal or `dict(k=...)`
