@@ -31,8 +31,8 @@ CACHE_DIR_NAME = ".torchdet_lint_cache"
 # checkpoint facts, and draws through loop and comprehension names; 9: the arguments of first-party
 # calls, each function's parameters and the attributes set outside `__init__`; 10: the harness that
 # seeds a test runner's classes and the package an unresolved import stays in; 11: what the arguments
-# of first-party calls carry of a gradient, and the functions handed on).
-_FORMAT = 11
+# of first-party calls carry of a gradient, and the functions handed on; 12: the parameter tests a draw runs under).
+_FORMAT = 12
 
 
 def _catalog_fingerprint() -> str:

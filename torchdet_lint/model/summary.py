@@ -54,6 +54,10 @@ class Site:
     # A backward-only operation whose tensors get a gradient only from these parameters of its
     # function ("x#0,y#-1"): evidence only where some call of the function passes one a gradient.
     gradient_from: str = ""
+    # A draw that runs only under tests of parameters of its function (`if not memory_map:`): each
+    # (function key, parameter, test, literal), the test one of "true", "false", "is", "is not",
+    # "==", "!=" against the literal. Decided per run by the values its calls pass the parameter.
+    branch: Tuple[Tuple[str, str, str, Any], ...] = ()
 
 
 @dataclass
@@ -142,7 +146,8 @@ class FunctionSummary:
             self.calls.append(target)
 
     def add_reference(self, target: str) -> None:
-        if target not in self.references and target not in self.calls:
+        # Kept when the function also calls it: handed on, it may run with arguments no call shows.
+        if target not in self.references:
             self.references.append(target)
 
     def add_draw(self, kind: str, site: Site) -> None:
