@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Dict, List, Optional, Protocol, Set, Tuple
 
 import libcst as cst
 
@@ -17,7 +17,20 @@ from torchdet_lint.core.names import literal
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-    from torchdet_lint.model.project import Project
+    from torchdet_lint.model.summary import FileSummary
+
+
+class Project(Protocol):
+    """What the index reads of the project (the project itself asks the index: no import of it here)."""
+
+    summaries: Dict[str, "FileSummary"]
+
+    def resolve(self, display: str, target: str) -> List[Tuple[str, str]]: ...
+
+    def class_node(self, display: str, target: str) -> Optional[Tuple[str, str]]: ...
+
+    def base_classes(self, display: str, name: str, seen: Set[Tuple[str, str]]) -> List[Tuple[str, str]]: ...
+
 
 # A value the file pass cannot read: a non-literal argument, a required parameter's default.
 OPEN = "\x00open"

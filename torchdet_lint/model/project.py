@@ -1118,7 +1118,9 @@ class Project:
         owner, _, name = key.rpartition(".")
         summary = self.summaries[display]
         table = summary.parameters.get(key)
-        if table is None or parameter not in table or "." in owner or (owner and (name != "__init__" or owner not in summary.classes)):
+        if table is None or parameter not in table or "." in owner:
+            return None
+        if owner and (name != "__init__" or owner not in summary.classes):
             return None
         index = index_of(self)
         if (display, owner) in index.loose_classes or node in self.entry_starts(entry):

@@ -248,7 +248,8 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
             why = "its only draws are initial weights a checkpoint overwrites"
             if len(ruled) == len(reach.draws[kind]):
                 draw, test = ruled[0]
-                why = f"its only draws ({draw.site.text} at {project.where(draw)}) run under `if {test}:`, which its calls rule out"
+                why = f"its only draws ({draw.site.text} at {project.where(draw)}) run under `if {test}:`"
+                why += ", which its calls rule out"
             elif ruled:
                 why += f", or run under a test its calls rule out (`if {ruled[0][1]}:`)"
             return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, why)])
