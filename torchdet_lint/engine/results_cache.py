@@ -21,7 +21,7 @@ import os
 import pickle
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -99,7 +99,6 @@ class ResultsCache:
     """The results record of one project under one configuration and selection."""
 
     path: Path
-    record: Optional[ResultsRecord] = field(default=None, repr=False)
 
     @classmethod
     def for_project(cls, root: Path, options) -> "ResultsCache":
