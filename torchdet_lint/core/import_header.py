@@ -98,7 +98,7 @@ def _is_header_part(statement: ast.stmt) -> bool:
         return all(_is_header_part(child) for branch in _branches(statement) for child in branch)
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         # a warning or message about the missing package
-        return _dotted(statement.value.func) in _MESSAGES or _is_setup(statement)
+        return ast_dotted_name(statement.value.func) in _MESSAGES or _is_setup(statement)
     if isinstance(statement, ast.Raise):
         return True
     return _is_setup(statement) or _is_fallback(statement)
@@ -115,7 +115,7 @@ def _is_setup(statement: ast.stmt) -> bool:
     path computation (`ROOT = Path(__file__).parents[1]`)."""
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         call = statement.value
-        return _dotted(call.func) in _SETUP_CALLS and all(_is_path_expression(argument) for argument in call.args)
+        return ast_dotted_name(call.func) in _SETUP_CALLS and all(_is_path_expression(argument) for argument in call.args)
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
         return True  # a string between imports, or a notebook's IPython line (`%pip install x`) as linted
     if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -133,15 +133,15 @@ def _is_setup_target(target: ast.expr) -> bool:
     if isinstance(target, ast.Name):
         return True
     if isinstance(target, ast.Subscript):
-        return _dotted(target.value) in ("os.environ", "sys.path")
-    return _dotted(target) == "sys.path"
+        return ast_dotted_name(target.value) in ("os.environ", "sys.path")
+    return ast_dotted_name(target) == "sys.path"
 
 
 def _is_path_expression(node: ast.expr) -> bool:
     """Names, constants and the calls that build paths: never a draw, a model or a file read."""
     for child in ast.walk(node):
         if isinstance(child, ast.Call):
-            name = _dotted(child.func) or ""
+            name = ast_dotted_name(child.func) or ""
             method = child.func.attr if isinstance(child.func, ast.Attribute) else ""
             if not (name in _PATH_FUNCTIONS or name.startswith("os.path.") or method in _PATH_METHODS):
                 return False
@@ -169,10 +169,10 @@ def _path_setup_end(body: Sequence[ast.stmt]) -> int:
 
 def _changes_path(statement: ast.stmt) -> bool:
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-        return _dotted(statement.value.func) in _PATH_CHANGERS
+        return ast_dotted_name(statement.value.func) in _PATH_CHANGERS
     if isinstance(statement, (ast.Assign, ast.AugAssign)):
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        return any(_dotted(t.value if isinstance(t, ast.Subscript) else t) == "sys.path" for t in targets)
+        return any(ast_dotted_name(t.value if isinstance(t, ast.Subscript) else t) == "sys.path" for t in targets)
     return False
 
 
@@ -185,7 +185,8 @@ def _is_main_guard(statement: ast.stmt) -> bool:
     )
 
 
-def _dotted(node: ast.expr) -> Optional[str]:
+def ast_dotted_name(node: ast.expr) -> Optional[str]:
+    """`a.b.c` of a Python `ast` name or attribute chain, None for anything else."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

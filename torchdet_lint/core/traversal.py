@@ -263,3 +263,14 @@ if __name__ == "__main__":
     target = Path(__file__).with_name("_node_fields.py")
     target.write_text(render_table(), encoding="utf-8")
     print(f"wrote {target}")
+
+
+def contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """`node` is `tree` or one of its descendants."""
+    stack = [tree]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(sub_nodes(current))
+    return False

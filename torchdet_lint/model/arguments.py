@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 import libcst as cst
 
 from torchdet_lint.core.catalog import NOT_LITERAL
+from torchdet_lint.core.import_header import ast_dotted_name
 from torchdet_lint.core.names import dotted_name, literal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,24 +120,13 @@ def ast_expected_to_raise(node: "ast.AST", qualified: Callable[["ast.expr"], Opt
         return None
     if not any(
         isinstance(item.context_expr, ast.Call)
-        and _raises_context(qualified(item.context_expr.func), _ast_dotted_name(item.context_expr.func))
+        and _raises_context(qualified(item.context_expr.func), ast_dotted_name(item.context_expr.func))
         for item in node.items
     ):
         return None
     last = node.body[-1]
     value = last.value if isinstance(last, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
     return value if isinstance(value, ast.Call) else None
-
-
-def _ast_dotted_name(node: "ast.expr") -> Optional[str]:
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def parameter_table(node: cst.FunctionDef, method: bool) -> Dict[str, Tuple[Optional[int], Any]]:

@@ -28,7 +28,7 @@ from torchdet_lint.core.names import (
 from torchdet_lint.core.operations import OperationMatch, backward_only_module, gradient_parameters, match_operations
 from torchdet_lint.core.registrations import LIBRARY_METHODS, stores_functions
 from torchdet_lint.core.source import block_top_line
-from torchdet_lint.core.traversal import sub_nodes
+from torchdet_lint.core.traversal import contains, sub_nodes
 from torchdet_lint.model.arguments import MAX_CALLS as MAX_ARGUMENT_CALLS
 from torchdet_lint.model.arguments import (
     Passed,
@@ -200,16 +200,6 @@ def is_main_guard(node: cst.If) -> bool:
 
 # Calls of one first-party target whose arguments are kept per calling function (`call_gradients`).
 MAX_GRADIENT_CALLS = 16
-
-
-def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    stack = [tree]
-    while stack:
-        current = stack.pop()
-        if current is node:
-            return True
-        stack.extend(sub_nodes(current))
-    return False
 
 
 class _OptionFrame(NamedTuple):
@@ -722,9 +712,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         frame = self.option_frames[-1]
         tests = [(entry[0].test, not entry[1]) for entry in self.ifs[frame.if_base :]]
         for ifexp in self.ifexps[frame.ifexp_base :]:
-            if _contains(ifexp.body, node):
+            if contains(ifexp.body, node):
                 tests.append((ifexp.test, True))
-            elif _contains(ifexp.orelse, node):
+            elif contains(ifexp.orelse, node):
                 tests.append((ifexp.test, False))
         found: List[str] = []
         for test, outcome in tests:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.core.names import arg_value, dotted_name, last_part
-from torchdet_lint.core.traversal import sub_nodes
+from torchdet_lint.core.traversal import contains, sub_nodes
 from torchdet_lint.model.ranks import DISTRIBUTED_SETUP, RANK_NAMES, rank_variable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,7 +224,7 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
         if statement is None or len(statement.body) != 1 or type(statement.body[0]) is not cst.Assign:
             return
         assign = statement.body[0]
-        if len(assign.targets) != 1 or not _contains(assign.value, node):
+        if len(assign.targets) != 1 or not contains(assign.value, node):
             return
         name = dotted_name(assign.targets[0].target)
         if name is None or "seed" not in name.rsplit(".", 1)[-1].lower():
@@ -354,10 +354,6 @@ def _mentions_rank(node: cst.BaseExpression) -> bool:
     """An expression that uses a rank (`args.seed + rank`, `seed + dist.get_rank()`)."""
     found = _find(node, lambda n: type(n) in (cst.Name, cst.Attribute) and last_part(n) in RANK_NAMES)
     return found is not None
-
-
-def _contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
-    return _find(root, lambda n: n is node) is not None
 
 
 def _find(root: cst.CSTNode, test) -> Optional[cst.CSTNode]:

@@ -9,7 +9,7 @@ import ast
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from torchdet_lint.core.import_header import import_header
+from torchdet_lint.core.import_header import ast_dotted_name, import_header
 from torchdet_lint.core.names import canonical
 from torchdet_lint.core.registrations import stores_functions
 from torchdet_lint.core.source import LineIndex, block_top_line
@@ -250,7 +250,7 @@ class _AstScanner:
                 self._bind_module_level(child, top=False)
 
     def _target(self, node: ast.AST, class_name: Optional[str]) -> Optional[str]:
-        dotted = _ast_dotted(node)
+        dotted = ast_dotted_name(node)
         if dotted is None:
             return None
         parts = dotted.split(".")
@@ -316,7 +316,7 @@ class _AstScanner:
                 summary.module_work = True
             elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
                 call = statement.value
-                if not is_setup_call(self._target(call.func, None), _ast_dotted(call.func)):
+                if not is_setup_call(self._target(call.func, None), ast_dotted_name(call.func)):
                     summary.module_work = True
             elif isinstance(statement, (ast.If, ast.Try, ast.With)):
                 for child in [*statement.body, *getattr(statement, "orelse", []), *getattr(statement, "finalbody", [])]:
@@ -340,7 +340,7 @@ class _AstScanner:
         if not isinstance(func, ast.Attribute):
             return None
         receiver = func.value
-        dotted = _ast_dotted(func)
+        dotted = ast_dotted_name(func)
         head, _, rest = (dotted or "").partition(".")
         if head in types and rest:  # `cfg.build`, `job.model.build` for `job: JobConfig`
             return f"{types[head]}.{rest}"
@@ -593,14 +593,14 @@ class _AstScanner:
                             calls.append((key, ast_call_arguments(child)))
                 self._dispatch(child, func, target, key, function, seen)
                 if isinstance(func, ast.Attribute) and func.attr == "set_epoch":
-                    receiver = _ast_dotted(func.value)
+                    receiver = ast_dotted_name(func.value)
                     entry = (receiver, types.get(receiver.split(".", 1)[0], "")) if receiver is not None else None
                     if entry is not None and entry not in self.summary.set_epoch:
                         self.summary.set_epoch.append(entry)
                 if isinstance(child.func, ast.Attribute) and child.func.attr == "cuda" and len(function.cuda) < MAX_SITES:
                     function.cuda.append(Site(child.lineno, "`.cuda()`"))
                 if function.moves is None and _may_move(child, func, target):
-                    function.moves = Site(child.lineno, f"`{_ast_dotted(func) or '.' + getattr(func, 'attr', 'call')}(...)`")
+                    function.moves = Site(child.lineno, f"`{ast_dotted_name(func) or '.' + getattr(func, 'attr', 'call')}(...)`")
                 if (
                     isinstance(func, ast.Attribute)
                     and target is None
@@ -610,9 +610,9 @@ class _AstScanner:
                         or (func.attr == "train" and not child.args)
                     )
                 ):
-                    function.add_trains(Site(child.lineno, f"`{_ast_dotted(func) or '.' + func.attr}(...)`"))
+                    function.add_trains(Site(child.lineno, f"`{ast_dotted_name(func) or '.' + func.attr}(...)`"))
                 runs_arguments = target in RUNNERS or (isinstance(func, ast.Attribute) and func.attr in RUNNER_METHODS)
-                callee = (target or _ast_dotted(func) or "").rsplit(".", 1)[-1]
+                callee = (target or ast_dotted_name(func) or "").rsplit(".", 1)[-1]
                 # A registration (`atexit.register(fn)`, `x.register_hook(fn)`) stores the function.
                 registers = stores_functions(
                     target if target and not target.startswith(".") else None,
@@ -672,7 +672,7 @@ def _may_move(call: ast.Call, func: ast.expr, target: Optional[str]) -> bool:
                 and not isinstance(value.value, bool)
                 or (isinstance(value.value, str) and not value.value.startswith("cpu"))
             )
-        dotted = _ast_dotted(value) or ""
+        dotted = ast_dotted_name(value) or ""
         return not dotted.startswith("torch.")  # `torch.float16`: a dtype
 
     if target in DEVICE_CALLS:
@@ -695,17 +695,6 @@ def _unwrap_self_returning(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING:
         node = node.func.value
     return node
-
-
-def _ast_dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _is_main_guard(statement: ast.stmt) -> bool:

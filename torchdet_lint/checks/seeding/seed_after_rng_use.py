@@ -10,7 +10,7 @@ from torchdet_lint.checks.dataloader.generator_fix import runs_in_loader_worker,
 from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import arg_value, dotted_name, literal
 from torchdet_lint.core.rule import Rule, last_names
-from torchdet_lint.core.traversal import sub_nodes
+from torchdet_lint.core.traversal import contains, sub_nodes
 from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
@@ -173,7 +173,7 @@ class SeedAfterRngUse(Rule):
                 (kind, draw)
                 for kind in RNG_KINDS
                 if kind in covers
-                for draw in [next((d for d in drawn.get(kind, ()) if not any(_within(d, v) for v in sources)), None)]
+                for draw in [next((d for d in drawn.get(kind, ()) if not any(contains(v, d) for v in sources)), None)]
                 if draw is not None
             ]
             seed_spelling = dotted_name(node.func) or "the seeding call"
@@ -299,17 +299,6 @@ def _names_in(value: cst.BaseExpression) -> List[cst.BaseExpression]:
         else:
             stack.extend(sub_nodes(node))  # through subscripts and their slices (`state[1][i]`)
     return found
-
-
-def _within(node: cst.CSTNode, tree: cst.CSTNode) -> bool:
-    """`node` is `tree` or one of its descendants."""
-    stack = [tree]
-    while stack:
-        current = stack.pop()
-        if current is node:
-            return True
-        stack.extend(sub_nodes(current))
-    return False
 
 
 def _late_build(project, diagnostic: Diagnostic) -> Optional[Diagnostic]:
