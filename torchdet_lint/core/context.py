@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -63,6 +63,7 @@ class FileContext:
         self._reports: List[tuple] = []
         self._positions = None
         self._names: Dict[int, Optional[str]] = {}
+        self._per_node: Dict[Tuple[str, int], Any] = {}
         self._local_classes: Optional[Dict[str, Tuple[Tuple[str, ...], bool]]] = None
         # Python's own parse of the file (statement lines, fix anchors): `context.python_tree()`.
         self.python_tree = PythonTree(text)
@@ -77,6 +78,16 @@ class FileContext:
         except KeyError:
             name = self._names[key] = self.resolver.qualified_name(node)
             return name
+
+    def per_node(self, purpose: str, node: cst.CSTNode, compute: Callable[[cst.CSTNode], Any]) -> Any:
+        """`compute(node)`, made once per file for each purpose (the nodes live as long as the
+        module, so their ids are stable keys)."""
+        key = (purpose, id(node))
+        try:
+            return self._per_node[key]
+        except KeyError:
+            found = self._per_node[key] = compute(node)
+            return found
 
     def call_name(self, call: cst.Call) -> Optional[str]:
         return self.qualified_name(call.func)

@@ -12,6 +12,8 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
+from torchdet_lint.core.traversal import names_below
+
 # Methods that may hand back the tensor itself (a cast to its own dtype, a move to its own device,
 # an in-place method): under `no_grad` they still return the tensor that carries the gradient.
 _MAY_RETURN_ITSELF = frozenset(
@@ -46,15 +48,6 @@ _STORING_FUNCTIONS = frozenset({"setattr"})
 _DEFERRED = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.GeneratorExp)
 
 
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: Dict[str, List[cst.Name]] = {}
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found.setdefault(node.value, []).append(node)
-
-
 def used_only_without_grad(context, call: cst.Call) -> bool:
     """Whether `call`'s result is bound to a plain local name (`x = op(...)`) whose every read in the
     enclosing function, and every read of the names bound from it by plain assignment (`y = x`), is
@@ -73,9 +66,9 @@ def used_only_without_grad(context, call: cst.Call) -> bool:
         function = parent(function)
     if type(function) is not cst.FunctionDef:
         return False
-    names = _Names()
-    function.body.visit(names)
-    checker = _Uses(context, function, names.found)
+    # Several calls of one function ask: its names are gathered once per file.
+    names = context.per_node("names below", function.body, names_below)
+    checker = _Uses(context, function, names)
     return checker.harmless_name(target.value)
 
 

@@ -296,6 +296,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.loader_classes: Set[str] = set()  # this file's DataLoader subclasses
         self.function_classes: Set[str] = set()  # this file's `torch.autograd.Function` subclasses
         self._serial = 0
+        self._left_function: Tuple[Optional[cst.FunctionDef], Optional[_Frame]] = (None, None)
         self._local_def_names: Dict[str, int] = {}  # names of the nested functions of the frames on the stack
         # Functions registered as backward formulas, kernels or backward hooks: they run without
         # a backward of their own (complete at the end of the walk); lambdas handed to such APIs.
@@ -1081,8 +1082,20 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.frames.append(frame)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._left_function = (original_node, self.frames[-1])
         self._pop_function()
         self.identities.pop()
+
+    def rebound_parameters(self, node: cst.FunctionDef) -> Set[str]:
+        """The parameters `node`'s body binds again (`mode = mode or "mean"`, a loop or `with`
+        target, a nested definition), asked by a visitor leaving `node` after this tracker: its
+        frame holds every binding, and no second walk of the body is needed."""
+        left, frame = self._left_function
+        if left is not node:
+            raise LookupError("rebound_parameters is asked while leaving the function, after the scope tracker")
+        params = node.params
+        names = (param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params))
+        return {name for name in names if len(frame.names.get(name, ())) > 1}
 
     def _pop_function(self) -> None:
         frame = self.frames.pop()

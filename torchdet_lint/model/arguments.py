@@ -222,14 +222,6 @@ def _ast_literal(node: "ast.expr") -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def rebound_parameters(node: cst.FunctionDef) -> Set[str]:
-    """The parameters a function's body binds again (`mode = mode or "mean"`): not passed on as is."""
-    from torchdet_lint.model.parameters import _bound_names
-
-    names = {p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)}
-    return names & _bound_names(node.body)
-
-
 def open_rebound(calls: List[Tuple[str, Any]], rebound: Set[str]) -> Tuple[Tuple[str, Any], ...]:
     return tuple((key, OPEN if isinstance(value, Passed) and value.name in rebound else value) for key, value in calls)
 

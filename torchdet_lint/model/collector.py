@@ -37,7 +37,6 @@ from torchdet_lint.model.arguments import (
     open_rebound,
     parameter_table,
     project_directory,
-    rebound_parameters,
 )
 from torchdet_lint.model.facts import (
     BACKWARD_METHODS,
@@ -794,17 +793,17 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.keys.pop()
         table, recorded = self.argument_frames.pop()
-        if recorded:
-            # Only now is the whole body seen: a parameter bound again is not passed on as is.
-            rebound = rebound_parameters(original_node)
-            if rebound:
-                for target, index in recorded:
-                    calls = self.summary.call_arguments[target]
-                    calls[index] = (calls[index][0], open_rebound(list(calls[index][1]), rebound))
+        frame = self.option_frames.pop()
+        # Only now is the whole body seen: a parameter bound again is not passed on as is.
+        rebound = (
+            self.context.scopes.rebound_parameters(original_node) if recorded or frame.parameter_sites or frame.records else set()
+        )
+        if recorded and rebound:
+            for target, index in recorded:
+                calls = self.summary.call_arguments[target]
+                calls[index] = (calls[index][0], open_rebound(list(calls[index][1]), rebound))
         self.bound_expressions.pop()
         self.flag_parameters.pop()
-        frame = self.option_frames.pop()
-        rebound = rebound_parameters(original_node) if frame.parameter_sites or frame.records else set()
         for site in frame.parameter_sites:
             # `args = load(args.config)`: no longer the namespace passed in.
             kept = [c for c in site.option.split(OPTION_SEPARATOR) if c.split("|")[2] not in rebound]
