@@ -16,6 +16,7 @@ from typing import Callable, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchdet_lint.core.names import literal
+from torchdet_lint.core.traversal import BatchedWalker
 
 OPTION_SEPARATOR = ";"  # between the conditions of one `Site.option`
 MAX_OPTION_CONDITIONS = 4  # options on parameters kept per site: the tests of its enclosing branches
@@ -73,29 +74,29 @@ def _dest(node: cst.Call) -> Optional[str]:
     return chosen.replace("-", "_") if chosen else None
 
 
-class _Uses(cst.CSTVisitor):
-    """How a scope binds and uses a parser name and a namespace name."""
+class _Uses(cst.BatchableCSTVisitor):
+    """How a scope binds and uses a parser name and a namespace name (one lean walk of the scope)."""
 
-    def __init__(self, parser: str, namespace: str, is_parser: Callable[[cst.Call], bool]) -> None:
+    def __init__(self, scope: cst.CSTNode, parser: str, namespace: str, is_parser: Callable[[cst.Call], bool]) -> None:
+        super().__init__()
         self.parser, self.namespace, self.is_parser = parser, namespace, is_parser
         self.dests: Optional[Set[str]] = set()
         self.parser_bindings = 0
         self.namespace_bindings = 0
         self.handled: Set[int] = set()
-        self.root: Optional[cst.CSTNode] = None
+        self.root = scope
         self.depth = 0  # enclosing functions below the scope: their bindings are other variables
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.root is None:
-            self.root = node
-        elif type(node) in (cst.FunctionDef, cst.Lambda):
+    def _enter(self, node: cst.CSTNode) -> None:
+        if node is not self.root:
             self.depth += 1
-        return super().on_visit(node)
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if original_node is not self.root and type(original_node) in (cst.FunctionDef, cst.Lambda):
+    def _leave(self, node: cst.CSTNode) -> None:
+        if node is not self.root:
             self.depth -= 1
-        super().on_leave(original_node)
+
+    visit_FunctionDef = visit_Lambda = _enter
+    leave_FunctionDef = leave_Lambda = _leave
 
     def _bound(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         for name in _names(target):
@@ -182,8 +183,8 @@ def parsed_options(scope: cst.CSTNode, namespace: str, value: cst.BaseExpression
     func = value.func
     if type(func) is not cst.Attribute or func.attr.value != "parse_args" or type(func.value) is not cst.Name:
         return None
-    uses = _Uses(func.value.value, namespace, is_parser)
-    scope.visit(uses)
+    uses = _Uses(scope, func.value.value, namespace, is_parser)
+    BatchedWalker([uses]).walk(scope)
     if uses.dests is None or uses.parser_bindings != 1 or uses.namespace_bindings != 1:
         return None
     return sorted(uses.dests)
