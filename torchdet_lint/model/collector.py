@@ -792,6 +792,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             frame.records.append(record)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self.argument_frames[-1][0]:
+            _drop_rebound_tests(self.function, original_node)
         self.keys.pop()
         table, recorded = self.argument_frames.pop()
         if recorded:
@@ -841,6 +843,21 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if type(test) is cst.Name and test.value in flags:
             return f"{self.key}|{test.value}|{flags[test.value]}"
         return ""
+
+    def _parameter_tests(self) -> Tuple[Tuple[str, str, str, Any], ...]:
+        """`Site.branch`: the tests of the function's own parameters that every enclosing `if` of
+        the current statement needs to hold (`if not memory_map:` -> (key, "memory_map", "false",
+        None)); only in a function whose parameters callers pass (module level, a method)."""
+        table = self.argument_frames[-1][0]
+        if not table:
+            return ()
+        found: List[Tuple[str, str, str, Any]] = []
+        for statement, in_else in self.ifs[self.flag_parameters[-1][0] :]:
+            test = _parameter_test(statement.test, table)
+            if test is not None:
+                name, kind, value = test
+                found.append((self.key, name, _NEGATED[kind] if in_else else kind, value))
+        return tuple(found)
 
     def _call_flags(self, node: cst.Call, target: str, function: FunctionSummary) -> None:
         """The parameters a call of a first-party function passes a value that may be true for."""
@@ -1279,6 +1296,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             drawn = site(text)
             self._under_option(node, drawn)
+            drawn.branch = self._parameter_tests()
             function.add_draw(kind, drawn)
             if kind == "torch":
                 self.construction_sites[id(node)] = (drawn, self._branch_depth())
@@ -2252,6 +2270,40 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             edit = context.import_edit(module)
             if edit is not None:
                 self.summary.rng_import_edits[module] = (edit.start, edit.content)
+
+
+_NEGATED = {"true": "false", "false": "true", "is": "is not", "is not": "is", "==": "!=", "!=": "=="}
+_COMPARISONS = {cst.Is: "is", cst.IsNot: "is not", cst.Equal: "==", cst.NotEqual: "!="}
+
+
+def _parameter_test(test: cst.BaseExpression, parameters: Dict[str, Any]) -> Optional[Tuple[str, str, Any]]:
+    """(parameter, test, literal) for `p`, `not p`, `p is [not] None/True/False`, `p ==/!= <literal>`."""
+    if type(test) is cst.Name and test.value in parameters:
+        return test.value, "true", None
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = _parameter_test(test.expression, parameters)
+        if inner is not None and inner[1] in ("true", "false"):
+            return inner[0], _NEGATED[inner[1]], None
+        return None
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+        return None
+    name, comparison = test.left.value, test.comparisons[0]
+    kind = _COMPARISONS.get(type(comparison.operator))
+    value = literal(comparison.comparator)
+    if name not in parameters or kind is None or not (value is None or isinstance(value, (bool, int, float, str))):
+        return None
+    if kind in ("is", "is not") and not (value is None or value is True or value is False):
+        return None
+    return name, kind, value
+
+
+def _drop_rebound_tests(function: FunctionSummary, node: cst.FunctionDef) -> None:
+    """A parameter the body binds again (`memory_map = memory_map or x`) no longer holds what the
+    callers pass: a test of it decides nothing."""
+    sites = [site for sites in function.draws.values() for site in sites if site.branch]
+    rebound = rebound_parameters(node) if sites else set()
+    for site in sites:
+        site.branch = tuple(test for test in site.branch if test[1] not in rebound)
 
 
 def _gradient_text(params: Tuple[Tuple[str, int], ...]) -> str:

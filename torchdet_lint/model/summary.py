@@ -61,6 +61,10 @@ class Site:
     # it is known to be the namespace of a fully visible parser that defines no such option
     # (see `model/options.py`).
     option: str = ""
+    # A draw that runs only under tests of parameters of its function (`if not memory_map:`): each
+    # (function key, parameter, test, literal), the test one of "true", "false", "is", "is not",
+    # "==", "!=" against the literal. Decided per run by the values its calls pass the parameter.
+    branch: Tuple[Tuple[str, str, str, Any], ...] = ()
 
 
 @dataclass
@@ -159,7 +163,8 @@ class FunctionSummary:
             self.calls.append(target)
 
     def add_reference(self, target: str) -> None:
-        if target not in self.references and target not in self.calls:
+        # Kept when the function also calls it: handed on, it may run with arguments no call shows.
+        if target not in self.references:
             self.references.append(target)
 
     def add_draw(self, kind: str, site: Site) -> None:

@@ -456,7 +456,18 @@ class UnseededTorch(_UnseededGlobalRng):
     ## Known problems
     Functions reached only through framework callbacks (Lightning hooks) are
     not followed, and a seed given only on the command line of a launcher is
-    invisible. A method called on an object whose class cannot be seen is
+    invisible. Reach does not follow branches, with one exception: a draw
+    under `if p:`, `if not p:`, `if p is [not] None` or `if p == <literal>`
+    (or their `else`) on a parameter `p` of a module-level function or of a
+    class's `__init__` does not count in a run whose every call of that
+    function (construction of that class) passes `p` a literal, or leaves a
+    literal default, that fails the test (`Criteo(..., memory_map=True)` and
+    `if not memory_map: np.random.permutation(...)`), followed through a
+    caller's own parameters. It counts whenever one call passes something
+    else (a variable, `**kwargs`), the body binds `p` again, the function is
+    handed on or stored anywhere in the project, or the run reaches it by
+    other means than a call; tests of methods other than `__init__`, and an
+    early `return` under such a test, are not decided. A method called on an object whose class cannot be seen is
     not followed either (only `build`/`make`/`create` make the run
     incomplete, since configs build trainers that way).
     A `generator=None` parameter passed on is decided from the callers in
