@@ -49,6 +49,7 @@ from torchdet_lint.model.facts import (
     DEVICE_CALLS,
     DEVICE_KEYWORDS,
     DISTRIBUTION_SAMPLES,
+    EVAL_PROOF_DROPOUTS,
     GRADIENT_SCALERS,
     LAMBDA_CALLERS,
     LIGHTNING_CLI,
@@ -66,7 +67,9 @@ from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
     entry_configured,
+    eval_proof_dropout,
     facts,
+    fresh_tensor,
     helper_covers,
     is_cuda_work,
     is_dataloader,
@@ -1297,6 +1300,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             drawn = site(text)
             self._under_option(node, drawn)
             drawn.branch = self._parameter_tests()
+            drawn.eval_proof = kind == "torch" and self._eval_proof(node, func, qualified, attribute)
+            if drawn.eval_proof:
+                drawn.text = _eval_proof_text(func, qualified)
             function.add_draw(kind, drawn)
             if kind == "torch":
                 self.construction_sites[id(node)] = (drawn, self._branch_depth())
@@ -1307,6 +1313,25 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     sites.append(site(f"`{_spelling(func)}(...)`"))
         if not function.does_more and not _seeding_body_call(qualified, attribute, self.facts, self.config_helpers):
             function.does_more = True
+
+    def _eval_proof(self, node: cst.Call, func: cst.BaseExpression, qualified: Optional[str], attribute: Optional[str]) -> bool:
+        """`Site.eval_proof`: a dropout given a literal `training=True`, or a random fill of a tensor
+        built in the same expression, outside every test of `self.training` (`if self.training:`,
+        `... if self.training else ...`), which would tie it to the module's mode again."""
+        if qualified is not None:
+            if not eval_proof_dropout(qualified, node):
+                return False
+        elif attribute not in self.facts.torch_methods:
+            return False
+        else:
+            receiver = func.value if type(func) is cst.Attribute else None
+            if type(receiver) is not cst.Call:
+                return False
+            built = receiver.func
+            if not fresh_tensor(self.context.call_name(receiver), built.attr.value if type(built) is cst.Attribute else None):
+                return False
+        tests = [entry[0].test for entry in self.ifs] + [ifexp.test for ifexp in self.ifexps]
+        return not any(_reads_training(test) for test in tests)
 
     def _seeding(self, call: "_CallFacts") -> None:
         """Seeding, determinism and the other covers a call sets (table helpers, config `seed-functions`)."""
@@ -2297,6 +2322,17 @@ def _parameter_test(test: cst.BaseExpression, parameters: Dict[str, Any]) -> Opt
     return name, kind, value
 
 
+def _reads_training(test: cst.BaseExpression) -> bool:
+    """A test that reads a module's mode: `self.training`, `self.training and p > 0`, `not model.training`."""
+    stack: List[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Attribute and node.attr.value == "training":
+            return True
+        stack.extend(sub_nodes(node))
+    return False
+
+
 def _drop_rebound_tests(function: FunctionSummary, node: cst.FunctionDef) -> None:
     """A parameter the body binds again (`memory_map = memory_map or x`) no longer holds what the
     callers pass: a test of it decides nothing."""
@@ -2378,6 +2414,14 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
         and type(statement.body[0]) is cst.Expr
         and type(statement.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)
     )
+
+
+def _eval_proof_text(func: cst.BaseExpression, qualified: Optional[str]) -> str:
+    """`F.dropout(..., training=True)`, `torch.cuda.FloatTensor(...).normal_(...)`: what makes the draw eval-proof."""
+    if qualified is not None:
+        return f"`{_spelling(func)}(..., {EVAL_PROOF_DROPOUTS[qualified][0]}=True)`"
+    built = func.value.func if type(func) is cst.Attribute and type(func.value) is cst.Call else func
+    return f"`{_spelling(built)}(...){_spelling(func)}(...)`"
 
 
 def _spelling(func: cst.BaseExpression) -> str:

@@ -15,7 +15,7 @@ from torchdet_lint.core.names import canonical
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import LineIndex
 from torchdet_lint.model.arguments import index_of
-from torchdet_lint.model.facts import config_helpers, entry_configured
+from torchdet_lint.model.facts import config_helpers, entry_configured, is_module_base
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.named import CONFIG, DYNAMIC, IMPORT, MAX_DYNAMIC_CANDIDATES, METHOD, MODULE, NAMED, yaml_targets
 from torchdet_lint.model.options import OPTION_SEPARATOR
@@ -214,6 +214,7 @@ class Project:
         self._call_edge_cache: Dict[Node, List[Node]] = {}
         self._edges: Dict[Node, List[Node]] = {}
         self._reached_nodes: Dict[Tuple[Node, ...], FrozenSet[Node]] = {}
+        self._built_draws: Dict[Tuple[Node, ...], List[Located]] = {}
         self._ruled_out: Dict[Tuple[Tuple[Node, ...], str, Tuple[Any, ...]], Optional[str]] = {}
         self._in_process: Dict[Node, List[Node]] = {}
         self._resolved: Dict[Tuple[str, str], List[Node]] = {}
@@ -1149,9 +1150,45 @@ class Project:
         (an inference script that builds its model and loads a checkpoint); not a draw under a test
         of its function's parameter that no call of the run can pass (see `branch_ruled_out`)."""
         draws = self._loaded_draws(entry, kind)
+        if kind == "torch":
+            built = [item for item in self.built_module_draws(entry) if all(item.where() != draw.where() for draw in draws)]
+            draws = draws + built
         if not any(draw.site.branch for draw in draws):
             return draws
         return [draw for draw in draws if self.branch_ruled_out(entry, draw) is None]
+
+    def built_module_draws(self, entry: EntryPoint) -> List[Located]:
+        """The draws `model.eval()` leaves on (`Site.eval_proof`) in what the `forward` of each
+        first-party `nn.Module` whose `__init__` the run reaches calls. A module is built to be
+        called, and a run's calls of it are often out of sight (a model returned in a tuple, handed
+        to a helper, kept in a list or loaded from a checkpoint of its own): those draws do not
+        depend on the mode the run puts the module in."""
+        starts = tuple(self.entry_starts(entry))
+        found = self._built_draws.get(starts)
+        if found is not None:
+            return found
+        forwards: List[Node] = []
+        for display, key in sorted(self.reached_nodes(entry)):
+            owner, _, name = key.rpartition(".")
+            if name == "__init__" and owner in self.summaries[display].classes and self.is_module_class(display, owner):
+                forward = self._method(display, owner, "forward", set())
+                if forward is not None:
+                    forwards.append(forward)
+        found = []
+        for display, key in sorted(_closure(forwards, self._call_edges)) if forwards else ():
+            function = self.summaries[display].functions.get(key)
+            sites = [site for site in function.draws.get("torch", ()) if site.eval_proof] if function is not None else []
+            _extend(found, [Located(display, site) for site in sites])
+        self._built_draws[starts] = found
+        return found
+
+    def is_module_class(self, display: str, name: str) -> bool:
+        """Whether a first-party class derives from `torch.nn.Module` (through first-party bases)."""
+        return any(
+            is_module_base(base)
+            for file, cls in self.base_classes(display, name, set())
+            for base in self.summaries[file].classes[cls].bases
+        )
 
     def branch_ruled_out(self, entry: EntryPoint, draw: Located) -> Optional[str]:
         """The test (`not memory_map`) a draw runs under that no call the run makes of its function

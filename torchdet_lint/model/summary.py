@@ -65,6 +65,11 @@ class Site:
     # (function key, parameter, test, literal), the test one of "true", "false", "is", "is not",
     # "==", "!=" against the literal. Decided per run by the values its calls pass the parameter.
     branch: Tuple[Tuple[str, str, str, Any], ...] = ()
+    # A torch draw that `model.eval()` and `no_grad` leave on, outside any test of `self.training`:
+    # a functional dropout given a literal `training=True`, a random fill of a tensor built on the
+    # spot (`torch.cuda.FloatTensor(n).normal_()`). Counted in the `forward` of a module a run
+    # builds even where the run's calls of the module are out of sight (`Project.effective_draws`).
+    eval_proof: bool = False
 
 
 @dataclass
