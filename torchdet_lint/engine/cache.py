@@ -32,9 +32,10 @@ CACHE_DIR_NAME = ".torchdet_lint_cache"
 # calls, each function's parameters and the attributes set outside `__init__`; 10: the harness that
 # seeds a test runner's classes and the package an unresolved import stays in; 11: what the arguments
 # of first-party calls carry of a gradient, and the functions handed on; 12: the command-line options
-# a draw or loader runs under, the parsed namespaces calls pass on, and call arguments that are loop
-# variables over a literal table).
-_FORMAT = 12
+# a draw or loader runs under, the parsed namespaces calls pass on and call arguments that are loop
+# variables over a literal table; 13: the parameter tests a draw runs under, and
+# the draws `model.eval()` leaves on).
+_FORMAT = 13
 
 
 def _catalog_fingerprint() -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -18,7 +18,20 @@ from torchdet_lint.core.names import dotted_name, literal
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-    from torchdet_lint.model.project import Project
+    from torchdet_lint.model.summary import FileSummary
+
+
+class Project(Protocol):
+    """What the index reads of the project (the project itself asks the index: no import of it here)."""
+
+    summaries: Dict[str, "FileSummary"]
+
+    def resolve(self, display: str, target: str) -> List[Tuple[str, str]]: ...
+
+    def class_node(self, display: str, target: str) -> Optional[Tuple[str, str]]: ...
+
+    def base_classes(self, display: str, name: str, seen: Set[Tuple[str, str]]) -> List[Tuple[str, str]]: ...
+
 
 # A value the file pass cannot read: a non-literal argument, a required parameter's default.
 OPEN = "\x00open"
@@ -271,11 +284,22 @@ class ArgumentIndex:
             self.loose_classes.add(found)
         self.loose.update(self._nodes(display, target))
 
-    def values(self, node: Node, parameter: str, position: Optional[int], default: Any, depth: int = 0) -> Optional[List[Any]]:
+    def values(
+        self,
+        node: Node,
+        parameter: str,
+        position: Optional[int],
+        default: Any,
+        depth: int = 0,
+        within: Optional[AbstractSet[Node]] = None,
+    ) -> Optional[List[Any]]:
         """The values `parameter` of the function `node` can hold: its default where a call leaves
-        it out, and what each call passes. None when some value is out of sight: no call seen, a
-        non-literal argument, a splat, a caller used otherwise than called."""
+        it out, and what each call passes (only the calls made by the functions `within`, one run's,
+        when given). None when some value is out of sight: no call seen, a non-literal argument, a
+        splat, a caller used otherwise than called."""
         callers = self.callers.get(node)
+        if callers and within is not None:
+            callers = [call for call in callers if (call[0], call[1][0]) in within]
         if not callers or node in self.loose or depth > MAX_DEPTH:
             return None
         found: List[Any] = []
@@ -290,7 +314,7 @@ class ArgumentIndex:
             else:
                 value = default
             if isinstance(value, Passed):
-                passed = self.values((display, caller), value.name, value.position, value.default, depth + 1)
+                passed = self.values((display, caller), value.name, value.position, value.default, depth + 1, within)
                 if passed is None:
                     return None
                 more = passed

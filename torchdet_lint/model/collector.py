@@ -48,6 +48,7 @@ from torchdet_lint.model.facts import (
     DEVICE_CALLS,
     DEVICE_KEYWORDS,
     DISTRIBUTION_SAMPLES,
+    EVAL_PROOF_DROPOUTS,
     GRADIENT_SCALERS,
     LAMBDA_CALLERS,
     LIGHTNING_CLI,
@@ -65,7 +66,9 @@ from torchdet_lint.model.facts import (
     config_helpers,
     draw_kind,
     entry_configured,
+    eval_proof_dropout,
     facts,
+    fresh_tensor,
     helper_covers,
     is_cuda_work,
     is_dataloader,
@@ -791,6 +794,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             frame.records.append(record)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self.argument_frames[-1][0]:
+            _drop_rebound_tests(self.function, original_node)
         self.keys.pop()
         table, recorded = self.argument_frames.pop()
         frame = self.option_frames.pop()
@@ -840,6 +845,21 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if type(test) is cst.Name and test.value in flags:
             return f"{self.key}|{test.value}|{flags[test.value]}"
         return ""
+
+    def _parameter_tests(self) -> Tuple[Tuple[str, str, str, Any], ...]:
+        """`Site.branch`: the tests of the function's own parameters that every enclosing `if` of
+        the current statement needs to hold (`if not memory_map:` -> (key, "memory_map", "false",
+        None)); only in a function whose parameters callers pass (module level, a method)."""
+        table = self.argument_frames[-1][0]
+        if not table:
+            return ()
+        found: List[Tuple[str, str, str, Any]] = []
+        for statement, in_else in self.ifs[self.flag_parameters[-1][0] :]:
+            test = _parameter_test(statement.test, table)
+            if test is not None:
+                name, kind, value = test
+                found.append((self.key, name, _NEGATED[kind] if in_else else kind, value))
+        return tuple(found)
 
     def _call_flags(self, node: cst.Call, target: str, function: FunctionSummary) -> None:
         """The parameters a call of a first-party function passes a value that may be true for."""
@@ -1278,6 +1298,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             text = f"a shuffling `{_spelling(func)}(...)`" if is_dataloader(loader) else f"`{_spelling(func)}(...)`"
             drawn = site(text)
             self._under_option(node, drawn)
+            drawn.branch = self._parameter_tests()
+            drawn.eval_proof = kind == "torch" and self._eval_proof(node, func, qualified, attribute)
+            if drawn.eval_proof:
+                drawn.text = _eval_proof_text(func, qualified)
             function.add_draw(kind, drawn)
             if kind == "torch":
                 self.construction_sites[id(node)] = (drawn, self._branch_depth())
@@ -1288,6 +1312,25 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                     sites.append(site(f"`{_spelling(func)}(...)`"))
         if not function.does_more and not _seeding_body_call(qualified, attribute, self.facts, self.config_helpers):
             function.does_more = True
+
+    def _eval_proof(self, node: cst.Call, func: cst.BaseExpression, qualified: Optional[str], attribute: Optional[str]) -> bool:
+        """`Site.eval_proof`: a dropout given a literal `training=True`, or a random fill of a tensor
+        built in the same expression, outside every test of `self.training` (`if self.training:`,
+        `... if self.training else ...`), which would tie it to the module's mode again."""
+        if qualified is not None:
+            if not eval_proof_dropout(qualified, node):
+                return False
+        elif attribute not in self.facts.torch_methods:
+            return False
+        else:
+            receiver = func.value if type(func) is cst.Attribute else None
+            if type(receiver) is not cst.Call:
+                return False
+            built = receiver.func
+            if not fresh_tensor(self.context.call_name(receiver), built.attr.value if type(built) is cst.Attribute else None):
+                return False
+        tests = [entry[0].test for entry in self.ifs] + [ifexp.test for ifexp in self.ifexps]
+        return not any(_reads_training(test) for test in tests)
 
     def _seeding(self, call: "_CallFacts") -> None:
         """Seeding, determinism and the other covers a call sets (table helpers, config `seed-functions`)."""
@@ -2253,6 +2296,51 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 self.summary.rng_import_edits[module] = (edit.start, edit.content)
 
 
+_NEGATED = {"true": "false", "false": "true", "is": "is not", "is not": "is", "==": "!=", "!=": "=="}
+_COMPARISONS = {cst.Is: "is", cst.IsNot: "is not", cst.Equal: "==", cst.NotEqual: "!="}
+
+
+def _parameter_test(test: cst.BaseExpression, parameters: Dict[str, Any]) -> Optional[Tuple[str, str, Any]]:
+    """(parameter, test, literal) for `p`, `not p`, `p is [not] None/True/False`, `p ==/!= <literal>`."""
+    if type(test) is cst.Name and test.value in parameters:
+        return test.value, "true", None
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = _parameter_test(test.expression, parameters)
+        if inner is not None and inner[1] in ("true", "false"):
+            return inner[0], _NEGATED[inner[1]], None
+        return None
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+        return None
+    name, comparison = test.left.value, test.comparisons[0]
+    kind = _COMPARISONS.get(type(comparison.operator))
+    value = literal(comparison.comparator)
+    if name not in parameters or kind is None or not (value is None or isinstance(value, (bool, int, float, str))):
+        return None
+    if kind in ("is", "is not") and not (value is None or value is True or value is False):
+        return None
+    return name, kind, value
+
+
+def _reads_training(test: cst.BaseExpression) -> bool:
+    """A test that reads a module's mode: `self.training`, `self.training and p > 0`, `not model.training`."""
+    stack: List[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Attribute and node.attr.value == "training":
+            return True
+        stack.extend(sub_nodes(node))
+    return False
+
+
+def _drop_rebound_tests(function: FunctionSummary, node: cst.FunctionDef) -> None:
+    """A parameter the body binds again (`memory_map = memory_map or x`) no longer holds what the
+    callers pass: a test of it decides nothing."""
+    sites = [site for sites in function.draws.values() for site in sites if site.branch]
+    rebound = rebound_parameters(node) if sites else set()
+    for site in sites:
+        site.branch = tuple(test for test in site.branch if test[1] not in rebound)
+
+
 def _gradient_text(params: Tuple[Tuple[str, int], ...]) -> str:
     """`Site.gradient_from`: "x#0,y#-1"."""
     return ",".join(f"{name}#{position}" for name, position in params)
@@ -2325,6 +2413,14 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
         and type(statement.body[0]) is cst.Expr
         and type(statement.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)
     )
+
+
+def _eval_proof_text(func: cst.BaseExpression, qualified: Optional[str]) -> str:
+    """`F.dropout(..., training=True)`, `torch.cuda.FloatTensor(...).normal_(...)`: what makes the draw eval-proof."""
+    if qualified is not None:
+        return f"`{_spelling(func)}(..., {EVAL_PROOF_DROPOUTS[qualified][0]}=True)`"
+    built = func.value.func if type(func) is cst.Attribute and type(func.value) is cst.Call else func
+    return f"`{_spelling(built)}(...){_spelling(func)}(...)`"
 
 
 def _spelling(func: cst.BaseExpression) -> str:

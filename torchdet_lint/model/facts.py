@@ -333,6 +333,59 @@ def method_draw_kind(
     return entry.kind
 
 
+# The dropouts that take the mode as an argument rather than from a module: (keyword, position) of
+# that argument. Given a literal True, they drop after `model.eval()` and under `no_grad` too (the
+# deliberate form, Monte Carlo dropout or Tacotron2's prenet); left out, `F.dropout` also drops, but
+# that is the slip TDL009 reports and fixes at the call.
+EVAL_PROOF_DROPOUTS: Dict[str, Tuple[str, int]] = {
+    **{
+        f"torch.nn.functional.{name}": ("training", 2)
+        for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+    },
+    **{f"torch.{name}": ("train", 2) for name in ("dropout", "alpha_dropout", "feature_alpha_dropout")},
+}
+# What builds a tensor on the spot, so that a random fill of it (`torch.cuda.FloatTensor(n).normal_()`)
+# is noise drawn where it stands, not the (re)initialisation of a weight a checkpoint may overwrite.
+FRESH_TENSOR_FUNCTIONS = frozenset(
+    "torch." + name for name in ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "tensor")
+)
+FRESH_TENSOR_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"})
+_TENSOR_CLASS = re.compile(r"torch\.(cuda\.)?[A-Z][A-Za-z]*Tensor")
+
+
+def eval_proof_dropout(name: Optional[str], call: cst.Call) -> bool:
+    """`F.dropout(x, p, training=True)`: a dropout whose mode argument is a literal True."""
+    where = EVAL_PROOF_DROPOUTS.get(name or "")
+    return where is not None and literal(arg_value(call, *where)) is True
+
+
+def fresh_tensor(name: Optional[str], attribute: Optional[str]) -> bool:
+    """A call that builds a new tensor: `torch.FloatTensor(...)`, `torch.cuda.HalfTensor(...)`,
+    `torch.empty(...)`, `x.new_empty(...)` (`name` qualified; `attribute` the method when unresolved)."""
+    if name is None:
+        return attribute in FRESH_TENSOR_METHODS
+    return name in FRESH_TENSOR_FUNCTIONS or _TENSOR_CLASS.fullmatch(name) is not None
+
+
+# `torch.nn.<Name>` classes that are not modules.
+_NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
+_MODULE_BASES = frozenset({"torch.jit.ScriptModule", "lightning.pytorch.LightningModule"})
+_MODULE_PACKAGES = ("torch.nn.modules.", "torch.nn.parallel.")
+
+
+def is_module_base(qualified: Optional[str]) -> bool:
+    """Whether a base class's qualified name is `torch.nn.Module` or a torch module class
+    (`nn.Sequential`, `nn.Linear`, `DistributedDataParallel`, a `LightningModule`)."""
+    if not qualified:
+        return False
+    if qualified in _MODULE_BASES:
+        return True
+    package, _, last = qualified.rpartition(".")
+    if not last[:1].isupper() or last in _NOT_MODULES:
+        return False
+    return package == "torch.nn" or qualified.startswith(_MODULE_PACKAGES)
+
+
 def draws_when_applied(name: Optional[str]) -> bool:
     """A random object whose construction draws nothing yet (MONAI's `Rand*` transforms, seeded by
     the loader that applies them): a seed after it is not late (TDL004)."""

@@ -14,7 +14,8 @@ from torchdet_lint.core.diagnostics import Diagnostic
 from torchdet_lint.core.names import canonical
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import LineIndex
-from torchdet_lint.model.facts import config_helpers, entry_configured
+from torchdet_lint.model.arguments import index_of
+from torchdet_lint.model.facts import config_helpers, entry_configured, is_module_base
 from torchdet_lint.model.modules import ModuleIndex
 from torchdet_lint.model.named import CONFIG, DYNAMIC, IMPORT, MAX_DYNAMIC_CANDIDATES, METHOD, MODULE, NAMED, yaml_targets
 from torchdet_lint.model.options import OPTION_SEPARATOR
@@ -134,6 +135,21 @@ def _extend_by_phase(mine: List[Located], more: Iterable[Located]) -> None:
         mine[:] = [item for item in mine if (item.site.backward, item.site.cuda_only) != kind] + kept
 
 
+def _test_holds(test: str, literal: Any, value: Any) -> bool:
+    """Whether `if <parameter> <test> <literal>:` takes its body when the parameter holds `value`."""
+    if test in ("true", "false"):
+        return bool(value) is (test == "true")
+    if test in ("is", "is not"):
+        return (value is literal) is (test == "is")
+    return (value == literal) is (test == "==")
+
+
+def _test_text(parameter: str, test: str, literal: Any) -> str:
+    if test in ("true", "false"):
+        return parameter if test == "true" else f"not {parameter}"
+    return f"{parameter} {test} {literal!r}"
+
+
 def _extend(mine: List[Located], more: Iterable[Located]) -> None:
     for item in more:
         if len(mine) >= MAX_SITES:
@@ -198,6 +214,8 @@ class Project:
         self._call_edge_cache: Dict[Node, List[Node]] = {}
         self._edges: Dict[Node, List[Node]] = {}
         self._reached_nodes: Dict[Tuple[Node, ...], FrozenSet[Node]] = {}
+        self._built_draws: Dict[Tuple[Node, ...], List[Located]] = {}
+        self._ruled_out: Dict[Tuple[Tuple[Node, ...], str, Tuple[Any, ...]], Optional[str]] = {}
         self._in_process: Dict[Node, List[Node]] = {}
         self._resolved: Dict[Tuple[str, str], List[Node]] = {}
         self._helpers: Optional[List[Tuple[Node, Reach]]] = None
@@ -1129,7 +1147,89 @@ class Project:
     def effective_draws(self, entry: EntryPoint, kind: str) -> List[Located]:
         """The draws from a global generator that reach the run's numbers: for torch, not the
         initial weights of a module whose parameters a strict `load_state_dict` then overwrites
-        (an inference script that builds its model and loads a checkpoint)."""
+        (an inference script that builds its model and loads a checkpoint); not a draw under a test
+        of its function's parameter that no call of the run can pass (see `branch_ruled_out`)."""
+        draws = self._loaded_draws(entry, kind)
+        if kind == "torch":
+            built = [item for item in self.built_module_draws(entry) if all(item.where() != draw.where() for draw in draws)]
+            draws = draws + built
+        if not any(draw.site.branch for draw in draws):
+            return draws
+        return [draw for draw in draws if self.branch_ruled_out(entry, draw) is None]
+
+    def built_module_draws(self, entry: EntryPoint) -> List[Located]:
+        """The draws `model.eval()` leaves on (`Site.eval_proof`) in what the `forward` of each
+        first-party `nn.Module` whose `__init__` the run reaches calls. A module is built to be
+        called, and a run's calls of it are often out of sight (a model returned in a tuple, handed
+        to a helper, kept in a list or loaded from a checkpoint of its own): those draws do not
+        depend on the mode the run puts the module in."""
+        starts = tuple(self.entry_starts(entry))
+        found = self._built_draws.get(starts)
+        if found is not None:
+            return found
+        forwards: List[Node] = []
+        for display, key in sorted(self.reached_nodes(entry)):
+            owner, _, name = key.rpartition(".")
+            if name == "__init__" and owner in self.summaries[display].classes and self.is_module_class(display, owner):
+                forward = self._method(display, owner, "forward", set())
+                if forward is not None:
+                    forwards.append(forward)
+        found = []
+        for display, key in sorted(_closure(forwards, self._call_edges)) if forwards else ():
+            function = self.summaries[display].functions.get(key)
+            sites = [site for site in function.draws.get("torch", ()) if site.eval_proof] if function is not None else []
+            _extend(found, [Located(display, site) for site in sites])
+        self._built_draws[starts] = found
+        return found
+
+    def is_module_class(self, display: str, name: str) -> bool:
+        """Whether a first-party class derives from `torch.nn.Module` (through first-party bases)."""
+        return any(
+            is_module_base(base)
+            for file, cls in self.base_classes(display, name, set())
+            for base in self.summaries[file].classes[cls].bases
+        )
+
+    def branch_ruled_out(self, entry: EntryPoint, draw: Located) -> Optional[str]:
+        """The test (`not memory_map`) a draw runs under that no call the run makes of its function
+        can satisfy: every such call passes a literal (or leaves a literal default) that fails it,
+        followed through callers that pass on a parameter of their own. None, and the draw counts,
+        when a value is out of sight or the function is reached otherwise than by a recorded call."""
+        if not draw.site.branch:
+            return None
+        memo = (tuple(self.entry_starts(entry)), draw.path, draw.site.branch)
+        if memo not in self._ruled_out:
+            self._ruled_out[memo] = None
+            for key, parameter, test, value in draw.site.branch:
+                values = self._run_values(entry, (draw.path, key), parameter)
+                if values is not None and not any(_test_holds(test, value, one) for one in values):
+                    self._ruled_out[memo] = _test_text(parameter, test, value)
+                    break
+        return self._ruled_out[memo]
+
+    def _run_values(self, entry: EntryPoint, node: Node, parameter: str) -> Optional[List[Any]]:
+        """The values a parameter of a module-level function or of a top-level class's `__init__`
+        (its constructions) holds over the calls one run makes. Other methods are left open: their
+        calls on an object of unknown class are not all recorded."""
+        display, key = node
+        owner, _, name = key.rpartition(".")
+        summary = self.summaries[display]
+        table = summary.parameters.get(key)
+        if table is None or parameter not in table or "." in owner:
+            return None
+        if owner and (name != "__init__" or owner not in summary.classes):
+            return None
+        index = index_of(self)
+        if (display, owner) in index.loose_classes or node in self.entry_starts(entry):
+            return None
+        reached = self.reached_nodes(entry)
+        recorded = {(caller_file, call[0]) for caller_file, call in index.callers.get(node, ())}
+        if any(other not in recorded and node in self.edges(other) for other in reached):
+            return None  # reached through an edge no recorded call explains (a framework, a protocol)
+        position, default = table[parameter]
+        return index.values(node, parameter, position, default, within=reached)
+
+    def _loaded_draws(self, entry: EntryPoint, kind: str) -> List[Located]:
         draws = self.entry_reach(entry).draws.get(kind, [])
         if kind != "torch" or not draws:
             return draws

@@ -61,6 +61,15 @@ class Site:
     # it is known to be the namespace of a fully visible parser that defines no such option
     # (see `model/options.py`).
     option: str = ""
+    # A draw that runs only under tests of parameters of its function (`if not memory_map:`): each
+    # (function key, parameter, test, literal), the test one of "true", "false", "is", "is not",
+    # "==", "!=" against the literal. Decided per run by the values its calls pass the parameter.
+    branch: Tuple[Tuple[str, str, str, Any], ...] = ()
+    # A torch draw that `model.eval()` and `no_grad` leave on, outside any test of `self.training`:
+    # a functional dropout given a literal `training=True`, a random fill of a tensor built on the
+    # spot (`torch.cuda.FloatTensor(n).normal_()`). Counted in the `forward` of a module a run
+    # builds even where the run's calls of the module are out of sight (`Project.effective_draws`).
+    eval_proof: bool = False
 
 
 @dataclass
@@ -159,7 +168,8 @@ class FunctionSummary:
             self.calls.append(target)
 
     def add_reference(self, target: str) -> None:
-        if target not in self.references and target not in self.calls:
+        # Kept when the function also calls it: handed on, it may run with arguments no call shows.
+        if target not in self.references:
             self.references.append(target)
 
     def add_draw(self, kind: str, site: Site) -> None:

@@ -243,9 +243,16 @@ def _check(check: str, project: Project, entry: EntryPoint, reach: Reach, nodes,
         if drawn and supplier is not None:
             return _unknown(project, entry, f"it may seed {kind} there", supplier)
         if reach.draws.get(kind) and not drawn:
-            return CheckResult(
-                NOT_NEEDED, [Evidence(entry.path, entry.line, "its only draws are initial weights a checkpoint overwrites")]
-            )
+            ruled = [(draw, project.branch_ruled_out(entry, draw)) for draw in reach.draws[kind]]
+            ruled = [(draw, test) for draw, test in ruled if test is not None]
+            why = "its only draws are initial weights a checkpoint overwrites"
+            if len(ruled) == len(reach.draws[kind]):
+                draw, test = ruled[0]
+                why = f"its only draws ({draw.site.text} at {project.where(draw)}) run under `if {test}:`"
+                why += ", which its calls rule out"
+            elif ruled:
+                why += f", or run under a test its calls rule out (`if {ruled[0][1]}:`)"
+            return CheckResult(NOT_NEEDED, [Evidence(entry.path, entry.line, why)])
         if drawn:
             return CheckResult(
                 IGNORED, [Evidence(entry.path, entry.line, f"{code} is suppressed here (`# noqa` or `per-file-ignores`)")]

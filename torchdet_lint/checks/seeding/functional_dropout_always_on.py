@@ -12,6 +12,7 @@ from torchdet_lint.core.call_edits import with_keywords
 from torchdet_lint.core.diagnostics import Applicability, FixBuilder
 from torchdet_lint.core.names import NOT_LITERAL, dotted_name, find_arg, has_star_args, literal
 from torchdet_lint.core.rule import FixAvailability, Rule
+from torchdet_lint.model.facts import is_module_base
 from torchdet_lint.model.parameters import every_caller_passes, passed_parameter
 
 # The functional dropouts whose `training` parameter (third, after `input` and `p`)
@@ -20,23 +21,6 @@ from torchdet_lint.model.parameters import every_caller_passes, passed_parameter
 ALWAYS_ON = frozenset("torch.nn.functional." + name for name in ("dropout", "dropout1d", "dropout2d", "dropout3d"))
 TRAINING_POSITION = 2
 P_POSITION = 1
-# `torch.nn.<Name>` classes that are not modules.
-_NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
-_MODULE_BASES = frozenset({"torch.jit.ScriptModule", "lightning.pytorch.LightningModule"})
-_MODULE_PACKAGES = ("torch.nn.modules.", "torch.nn.parallel.")
-
-
-def is_module_base(qualified: Optional[str]) -> bool:
-    """Whether a base class's qualified name is `torch.nn.Module` or a torch module class
-    (`nn.Sequential`, `nn.Linear`, `DistributedDataParallel`, a `LightningModule`)."""
-    if not qualified:
-        return False
-    if qualified in _MODULE_BASES:
-        return True
-    package, _, last = qualified.rpartition(".")
-    if not last[:1].isupper() or last in _NOT_MODULES:
-        return False
-    return package == "torch.nn" or qualified.startswith(_MODULE_PACKAGES)
 
 
 class FunctionalDropoutAlwaysOn(Rule):

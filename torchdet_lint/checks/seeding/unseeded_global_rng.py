@@ -419,6 +419,23 @@ class UnseededTorch(_UnseededGlobalRng):
     initial weights (`strict=False` keeps whatever the checkpoint lacks, so
     such a load does not count).
 
+    A module is built to be called. In the `forward` of each first-party
+    `nn.Module` whose construction a run reaches, and in what that
+    `forward` calls, the draws that `model.eval()` and `torch.no_grad()`
+    leave on count even where the analysis cannot follow the model to its
+    call (a model returned in a tuple, handed to a helper as a parameter):
+    a functional dropout given a literal `training=True` (`F.dropout`,
+    `F.dropout1d/2d/3d`, `F.alpha_dropout`, `F.feature_alpha_dropout`;
+    `train=True` for `torch.dropout` and its alpha forms), and a random
+    in-place fill (`normal_`, `uniform_`, `bernoulli_`, `random_`, ...) of
+    a tensor built in the same expression (`torch.cuda.FloatTensor(n)
+    .normal_()`, `torch.empty(n).uniform_()`, `x.new_empty(n).normal_()`),
+    neither under a test that reads `.training`. The message cites them as
+    such (`F.dropout(..., training=True)`). A dropout that follows the
+    module's mode (`training=self.training`, `nn.Dropout`) is not carried
+    this way, nor one without `training=`: it drops after `eval()` too, but
+    that is the slip TDL009 reports and fixes at its call.
+
     A draw given a generator of its own draws nothing from the global
     generators: `torch.randn(3, generator=g)`, `torch.randperm(n,
     generator=g)`, `x.normal_(generator=g)`, `random_split(...,
@@ -456,9 +473,27 @@ class UnseededTorch(_UnseededGlobalRng):
     ## Known problems
     Functions reached only through framework callbacks (Lightning hooks) are
     not followed, and a seed given only on the command line of a launcher is
-    invisible. A method called on an object whose class cannot be seen is
+    invisible. Reach does not follow branches, with one exception: a draw
+    under `if p:`, `if not p:`, `if p is [not] None` or `if p == <literal>`
+    (or their `else`) on a parameter `p` of a module-level function or of a
+    class's `__init__` does not count in a run whose every call of that
+    function (construction of that class) passes `p` a literal, or leaves a
+    literal default, that fails the test (`Criteo(..., memory_map=True)` and
+    `if not memory_map: np.random.permutation(...)`), followed through a
+    caller's own parameters. It counts whenever one call passes something
+    else (a variable, `**kwargs`), the body binds `p` again, the function is
+    handed on or stored anywhere in the project, or the run reaches it by
+    other means than a call; tests of methods other than `__init__`, and an
+    early `return` under such a test, are not decided. A method called on an object whose class cannot be seen is
     not followed either (only `build`/`make`/`create` make the run
     incomplete, since configs build trainers that way).
+    Of a built module's `forward`, only the draws above count where the
+    run's call of the module is out of sight: a `torch.randn`, a fill of an
+    existing tensor or anything under `if self.training:` counts only where
+    the call is seen. A class that inherits its `__init__`, a model loaded
+    whole from a checkpoint (`torch.load(path)["model"]`, whose class the run
+    never imports) and methods other than `forward` called on such an object
+    (`waveglow.infer(...)`) are not followed.
     A `generator=None` parameter passed on is decided from the callers in
     its own file: a function whose callers are all in other files counts as
     drawing from the global generator even when they pass one, and one whose
