@@ -794,15 +794,14 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             frame.records.append(record)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if self.argument_frames[-1][0]:
-            _drop_rebound_tests(self.function, original_node)
+        # Only now is the whole body seen: a parameter bound again is not passed on as is, and a
+        # test of it decides nothing.
+        rebound = self.context.scopes.rebound_parameters(original_node)
+        if rebound and self.argument_frames[-1][0]:
+            _drop_rebound_tests(self.function, rebound)
         self.keys.pop()
         table, recorded = self.argument_frames.pop()
         frame = self.option_frames.pop()
-        # Only now is the whole body seen: a parameter bound again is not passed on as is.
-        rebound = (
-            self.context.scopes.rebound_parameters(original_node) if recorded or frame.parameter_sites or frame.records else set()
-        )
         if recorded and rebound:
             for target, index in recorded:
                 calls = self.summary.call_arguments[target]
@@ -2332,11 +2331,10 @@ def _reads_training(test: cst.BaseExpression) -> bool:
     return False
 
 
-def _drop_rebound_tests(function: FunctionSummary, node: cst.FunctionDef) -> None:
+def _drop_rebound_tests(function: FunctionSummary, rebound: Set[str]) -> None:
     """A parameter the body binds again (`memory_map = memory_map or x`) no longer holds what the
     callers pass: a test of it decides nothing."""
     sites = [site for sites in function.draws.values() for site in sites if site.branch]
-    rebound = rebound_parameters(node) if sites else set()
     for site in sites:
         site.branch = tuple(test for test in site.branch if test[1] not in rebound)
 
