@@ -64,6 +64,7 @@ class FileContext:
         self._positions = None
         self._names: Dict[int, Optional[str]] = {}
         self._per_node: Dict[Tuple[str, int], Any] = {}
+        self.operation_matcher: Any = None  # core.operations' catalog matcher for this file
         self._local_classes: Optional[Dict[str, Tuple[Tuple[str, ...], bool]]] = None
         # Python's own parse of the file (statement lines, fix anchors): `context.python_tree()`.
         self.python_tree = PythonTree(text)

@@ -143,15 +143,17 @@ class NameResolver(cst.BatchableCSTVisitor):
         return None
 
     def qualified_name(self, node: Optional[cst.CSTNode]) -> Optional[str]:
-        if node is None or type(node) is cst.Call:
+        # The head is looked up before the dotted spelling is built: most chains start at a
+        # local name (`self.layer.weight`) that resolves to nothing.
+        head = node
+        while type(head) is cst.Attribute:
+            head = head.value  # type: ignore[attr-defined]
+        if type(head) is not cst.Name:
             return None
-        dotted = dotted_name(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        bound = self.lookup(head)
+        bound = self.lookup(head.value)  # type: ignore[attr-defined]
         if bound is None:
             return None
+        rest = dotted_name(node).partition(".")[2]  # type: ignore[union-attr]
         return canonical(f"{bound}.{rest}" if rest else bound)
 
     def in_function(self) -> bool:

@@ -5,7 +5,6 @@ the file summaries' record of the operations an entry point reaches.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -657,16 +656,14 @@ class _Matcher:
         return result
 
 
-_MATCHERS: "weakref.WeakKeyDictionary[Any, _Matcher]" = weakref.WeakKeyDictionary()
-
-
 def _all_matches(
     context, call: cst.Call, catalog: Optional[Catalog] = None, assume_no_grad: bool = False
 ) -> List[OperationMatch]:
     catalog = catalog or load_catalog()
-    matcher = _MATCHERS.get(context)
+    # Kept on the file's context (one per file), asked for every call of the file.
+    matcher = context.operation_matcher
     if matcher is None or matcher.index.catalog is not catalog:
-        matcher = _MATCHERS[context] = _Matcher(catalog)
+        matcher = context.operation_matcher = _Matcher(catalog)
     return matcher.matches(context, call, assume_no_grad)
 
 
@@ -690,7 +687,7 @@ def matches_assuming(
 ) -> List[OperationMatch]:
     """`match_operations` as if the argument expression `argument` held `value` (a literal): what
     the call would do for each value its callers may pass."""
-    matcher = _MATCHERS.get(context)
+    matcher = context.operation_matcher
     if matcher is not None:
         matcher.last_call = None
     _ASSUMED[id(argument)] = value
@@ -698,7 +695,7 @@ def matches_assuming(
         return match_operations(context, call, assume_no_grad=assume_no_grad)
     finally:
         del _ASSUMED[id(argument)]
-        matcher = _MATCHERS.get(context)
+        matcher = context.operation_matcher
         if matcher is not None:
             matcher.last_call = None
 
