@@ -266,14 +266,6 @@ def _subclass_named(node_type: type, name: str) -> bool:
     return isinstance(candidate, type) and (node_type in candidate.__mro__ or candidate in node_type.__mro__)
 
 
-if __name__ == "__main__":
-    from pathlib import Path
-
-    target = Path(__file__).with_name("_node_fields.py")
-    target.write_text(render_table(), encoding="utf-8")
-    print(f"wrote {target}")
-
-
 def names_below(tree: cst.CSTNode) -> Dict[str, List[cst.Name]]:
     """Every `Name` node under `tree` (itself included), by spelling, in source order."""
     found: Dict[str, List[cst.Name]] = {}
@@ -296,3 +288,11 @@ def contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
             return True
         stack.extend(sub_nodes(current))
     return False
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).with_name("_node_fields.py")
+    target.write_text(render_table(), encoding="utf-8")
+    print(f"wrote {target}")
