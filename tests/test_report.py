@@ -481,3 +481,35 @@ def test_rank_order_missing_then_fixed_then_ok(tmp_path: Path) -> None:
     _, report = _report(cwd=project)
     rows = {row["reason"]: row["checks"]["rank-order"] for row in report["entry_points"]}
     assert rows["spawned"]["status"] == "ok" and "distributed" in rows["spawned"]["evidence"][0]["message"], rows
+
+
+def test_a_draw_its_calls_rule_out_is_named_in_the_not_needed_cell(tmp_path: Path) -> None:
+    """A run whose only NumPy draw sits under `if not memory_map:` while its one construction passes
+    `memory_map=True`: the seed is not needed, and the cell says which test rules the draw out; a
+    construction that passes a variable keeps the draw (missing, as TDL003 reports)."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "data.py").write_text(
+        "import numpy as np\n\n\n"
+        "class Criteo:\n"
+        "    def __init__(self, n, memory_map):\n"
+        "        self.idx = np.arange(n)\n"
+        "        if not memory_map:\n"
+        "            self.idx = np.random.permutation(self.idx)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "selftest.py").write_text(
+        "from data import Criteo\n\nif __name__ == '__main__':\n    print(Criteo(100, memory_map=True).idx)\n", encoding="utf-8"
+    )
+    (tmp_path / "train.py").write_text(
+        "import sys\n\nfrom data import Criteo\n\n"
+        "if __name__ == '__main__':\n    print(Criteo(100, memory_map=sys.argv[1] == 'm').idx)\n",
+        encoding="utf-8",
+    )
+    _, report = _report(cwd=tmp_path)
+    cells = {e["path"]: e["checks"]["numpy-seed"] for e in report["entry_points"]}
+    assert cells["selftest.py"]["status"] == "not-needed"
+    assert [e["message"] for e in cells["selftest.py"]["evidence"]] == [
+        "its only draws (`np.random.permutation(...)` at data.py:8) run under `if not memory_map:`, which its calls rule out"
+    ]
+    assert cells["train.py"]["status"] == "missing"
+    assert {d["path"] for d in _check(cwd=tmp_path) if d["code"] == "TDL003"} == {"train.py"}
