@@ -153,6 +153,10 @@ _ITERATION_WRAPPERS = frozenset(
         "itertools.cycle",
     }
 )
+# What returns the first item of an iterable: of a loader, a batch. MONAI's `first(iterable,
+# default=None)` (monai/utils/misc.py, 0.3 to 1.5) returns the first item its loop sees.
+_FIRST_ITEM = frozenset({"builtins.next", "monai.utils.first", "monai.utils.misc.first"})
+
 # Backward formulas: the methods of a `torch.autograd.Function` subclass that autograd runs
 # without recording (its `forward` included), and the identity kind of nested functions.
 _AUTOGRAD_FUNCTIONS = frozenset(
@@ -488,8 +492,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 on_cpu = not qualified.endswith("_like")
             no_grad = literal(keywords.get("requires_grad")) in (False, None) if "requires_grad" in keywords else True
             return TensorState(no_grad, on_cpu, no_grad)
-        if qualified == "builtins.next":
-            # `next(iter(loader))`: a batch.
+        if qualified in _FIRST_ITEM:
+            # `next(iter(loader))`, MONAI's `first(loader)`: a batch.
             iterator = node.args[0].value if node.args else None
             return _NO_GRAD_DATA if iterator is not None and self.is_loader(iterator) else TensorState()
         if qualified is not None:

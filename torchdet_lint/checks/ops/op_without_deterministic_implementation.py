@@ -140,7 +140,8 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     Values without a gradient: what a loop over a DataLoader yields
     (`for images, masks in loader:`, `enumerate(loader)`, `tqdm(loader)`, and
     the items, attributes, slices and unpacked parts of a batch:
-    `batch["mask"]`, `batch.mask`, `masks[:, 0]`), `next(iter(loader))`,
+    `batch["mask"]`, `batch.mask`, `masks[:, 0]`), `next(iter(loader))` (and
+    MONAI's `first(loader)`),
     what `torch.load` (`torch.hub.load_state_dict_from_url`, safetensors'
     `load_file`) reads, `torch.from_numpy(...)`, `.detach()`, results
     computed under `no_grad`/`inference_mode`, a state dict's tensors (what
