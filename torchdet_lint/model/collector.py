@@ -47,6 +47,7 @@ from torchdet_lint.model.facts import (
     DATA_LOADING,
     DEVICE_CALLS,
     DEVICE_KEYWORDS,
+    DICT_WEIGHT_LOADERS,
     DISTRIBUTION_SAMPLES,
     EVAL_PROOF_DROPOUTS,
     GRADIENT_SCALERS,
@@ -76,6 +77,7 @@ from torchdet_lint.model.facts import (
     loader_name,
     loader_position,
     loader_shuffles,
+    loads_pretrained_weights,
     mentions_cuda,
     method_draw_kind,
     own_worker_init_loaders,
@@ -1190,7 +1192,14 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if attribute in ("manual_seed", "seed") and self.keys[-1][1] in self.summary.classes:
             self._seeded_in_class(self.summary.classes[self.keys[-1][1]], func.value)
         if attribute == "load_state_dict" and qualified is None:
-            self._weights_loaded(node, function)
+            strict = arg_value(node, "strict", 1)
+            self._weights_loaded(node.func.value, strict, function)
+        elif qualified in DICT_WEIGHT_LOADERS:
+            (modules, at), strict = DICT_WEIGHT_LOADERS[qualified]
+            loaded = arg_value(node, modules, at)
+            for element in loaded.elements if type(loaded) is cst.Dict else ():
+                if type(element) is cst.DictElement:
+                    self._weights_loaded(element.value, arg_value(node, *strict), function)
         if attribute == "add_argument":
             self._option(node)
         elif attribute == "set_defaults":
@@ -1304,6 +1313,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.add_draw(kind, drawn)
             if kind == "torch":
                 self.construction_sites[id(node)] = (drawn, self._branch_depth())
+                # A builder that loads its pretrained weights overwrites what it drew at once.
+                drawn.overwritten = loads_pretrained_weights(qualified, node)
             class_name = self.keys[-1][1]
             if kind == "numpy" and class_name in self.summary.classes:
                 sites = self.summary.classes[class_name].global_draws
@@ -1613,13 +1624,14 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     def _branch_depth(self) -> int:
         return len(self.ifs) + self.loops
 
-    def _weights_loaded(self, node: cst.Call, function: FunctionSummary) -> None:
-        """`model = Net(); model.load_state_dict(state)`: a strict load overwrites every parameter
-        and persistent buffer of what was built, so its initial draws do not reach the run."""
-        strict = arg_value(node, "strict", 1)
+    def _weights_loaded(
+        self, receiver: cst.BaseExpression, strict: Optional[cst.BaseExpression], function: FunctionSummary
+    ) -> None:
+        """`model = Net(); model.load_state_dict(state)` (or a library loader given `{"net": model}`):
+        a strict load overwrites every parameter and persistent buffer of what was built, so its
+        initial draws do not reach the run."""
         if strict is not None and literal(strict) is not True:
             return  # a partial load keeps some initial weights
-        receiver = node.func.value
         if type(receiver) is cst.Name:
             values = self.context.scopes.values(receiver.value)
         elif type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":

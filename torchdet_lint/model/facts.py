@@ -91,6 +91,43 @@ class LibraryDraw:
 
 
 @dataclass(frozen=True)
+class PretrainedBuilder:
+    """A library builder that loads pretrained weights over the initial ones when asked
+    (`[[pretrained-builder]]`): `names` or every builder under `prefix`."""
+
+    names: FrozenSet[str]
+    prefix: str
+    loaded_when: Tuple[Tuple[str, Optional[int], str], ...]  # (keyword, position or None, "named"/"true")
+    kept_by: FrozenSet[str]
+
+    def builds(self, name: str) -> bool:
+        return name in self.names or bool(self.prefix) and name.startswith(self.prefix)
+
+    def loads_every_weight(self, call: cst.Call) -> bool:
+        if opaque_keywords(call) or any(arg.keyword is not None and arg.keyword.value in self.kept_by for arg in call.args):
+            return False  # a `**kwargs` or a new head may keep initial weights
+        for keyword, position, wanted in self.loaded_when:
+            value = arg_value(call, keyword, position)
+            if value is None:
+                continue
+            if wanted == "true" and literal(value) is True:
+                return True
+            if wanted == "named" and (type(value) is cst.SimpleString or _attribute_chain(value)):
+                return True
+        return False
+
+
+def _attribute_chain(node: cst.BaseExpression) -> bool:
+    """`ResNet50_Weights.IMAGENET1K_V2`, `models.ResNet50_Weights.DEFAULT`: a named member, not a
+    variable that may hold None."""
+    if type(node) is not cst.Attribute:
+        return False
+    while type(node) is cst.Attribute:
+        node = node.value
+    return type(node) is cst.Name
+
+
+@dataclass(frozen=True)
 class Facts:
     helpers: Dict[str, Helper]
     method_helpers: Dict[str, Tuple[str, FrozenSet[str]]]  # attribute -> (required import, covers)
@@ -111,6 +148,7 @@ class Facts:
     # Test harness classes that seed before each test method runs: qualified name -> what they seed.
     test_bases: Dict[str, FrozenSet[str]] = field(default_factory=dict)
     setup_test_bases: FrozenSet[str] = frozenset()  # those that seed in their `setUp`
+    pretrained_builders: Tuple[PretrainedBuilder, ...] = ()
 
 
 @lru_cache(maxsize=None)
@@ -177,6 +215,15 @@ def facts() -> Facts:
         method_draws=method_draws,
         test_bases={e["name"]: frozenset(e["covers"]) for e in helpers_table.get("test-base", [])},
         setup_test_bases=frozenset(e["name"] for e in helpers_table.get("test-base", []) if e.get("seeds-in-setup")),
+        pretrained_builders=tuple(
+            PretrainedBuilder(
+                frozenset(e.get("names", ())),
+                e.get("prefix", ""),
+                tuple((w["keyword"], w.get("position"), w["value"]) for w in e["loaded-when"]),
+                frozenset(e.get("kept-by", ())),
+            )
+            for e in sources.get("pretrained-builder", [])
+        ),
     )
 
 
@@ -386,6 +433,12 @@ def is_module_base(qualified: Optional[str]) -> bool:
     return package == "torch.nn" or qualified.startswith(_MODULE_PACKAGES)
 
 
+def loads_pretrained_weights(name: Optional[str], call: cst.Call) -> bool:
+    """A library builder asked for its pretrained weights (`resnet50(weights="DEFAULT")`,
+    `timm.create_model(name, pretrained=True)`): it loads them over every initial weight."""
+    return bool(name) and any(b.builds(name) and b.loads_every_weight(call) for b in facts().pretrained_builders)
+
+
 def draws_when_applied(name: Optional[str]) -> bool:
     """A random object whose construction draws nothing yet (MONAI's `Rand*` transforms, seeded by
     the loader that applies them): a seed after it is not late (TDL004)."""
@@ -443,6 +496,25 @@ DISTRIBUTION_SAMPLES = frozenset({"sample", "rsample", "sample_n"})
 # building an optimizer or a gradient scaler.
 TRAINING_METHODS = frozenset({"zero_grad"})
 GRADIENT_SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"})
+
+
+# Library calls that load a checkpoint into the modules of a dict (`{"net": net}`): (keyword and
+# position of that dict, keyword and position of `strict`). Strict by default: every parameter
+# and persistent buffer of each module is overwritten, as by `module.load_state_dict(state)`.
+# MONAI's `CheckpointLoader(load_path, load_dict, name, map_location, strict, ...)` (1.0 to 1.5,
+# monai/handlers/checkpoint_loader.py) loads when the engine it is attached to starts, through
+# ignite's `Checkpoint.load_objects(to_load, checkpoint, **kwargs)` (ignite/handlers/checkpoint.py,
+# `strict` read from the keywords, default True).
+DICT_WEIGHT_LOADERS: Dict[str, Tuple[Tuple[str, int], Tuple[str, Optional[int]]]] = {
+    **{
+        name: (("load_dict", 1), ("strict", 4))
+        for name in ("monai.handlers.CheckpointLoader", "monai.handlers.checkpoint_loader.CheckpointLoader")
+    },
+    **{
+        name: (("to_load", 0), ("strict", None))
+        for name in ("ignite.handlers.Checkpoint.load_objects", "ignite.handlers.checkpoint.Checkpoint.load_objects")
+    },
+}
 
 
 def builds_optimizer(qualified: Optional[str]) -> bool:

@@ -417,7 +417,19 @@ class UnseededTorch(_UnseededGlobalRng):
     in one function) draws nothing that reaches the run: an inference script
     that builds its model and loads a checkpoint is not reported for the
     initial weights (`strict=False` keeps whatever the checkpoint lacks, so
-    such a load does not count).
+    such a load does not count). Library loaders that take the modules in a
+    dict load each of them so: MONAI's `CheckpointLoader(path, {"net": net})`
+    handler (which loads when its engine starts) and ignite's
+    `Checkpoint.load_objects(to_load={"model": model}, ...)`, unless given
+    `strict=False`. The same holds for a library builder asked
+    for its pretrained weights, which it loads strictly right after building:
+    torchvision's `weights=` given a string or a named member
+    (`weights="DEFAULT"`, `ResNet50_Weights.IMAGENET1K_V2`) and its legacy
+    `pretrained=True`, and timm's `create_model(name, pretrained=True)`
+    without `num_classes=` (timm drops the pretrained classifier for another
+    number of classes, so the new head keeps its random weights). A variable
+    (`weights=weights`) may hold None, and `weights_backbone=` loads the
+    backbone only: both still count as draws.
 
     A module is built to be called. In the `forward` of each first-party
     `nn.Module` whose construction a run reaches, and in what that
