@@ -124,7 +124,16 @@ class DeterministicModeNotEnabled(ProjectRule):
     `fabric.backward`, Lightning's `manual_backward`), `torch.autograd.grad` or
     `torch.autograd.backward`, or hands its model to a library loop that trains
     (Lightning's `Trainer.fit`, `LightningCLI` unless `run=False`, the
-    Transformers and TRL `Trainer.train`). In a run that never trains (an
+    Transformers and TRL `Trainer.train`). What shows a backward that sits
+    where the analysis cannot follow counts too: zeroing gradients, building a
+    `torch.optim` optimizer or a gradient scaler, an mmcv or mmengine runner,
+    and `.train()` on an object that is not visibly a network (a trainer
+    built elsewhere, `trainer.train()`). `model.train()` on a network built
+    in the same file (a torch or library module class or model builder, or a
+    module class of that file) only sets its mode, as Monte Carlo dropout
+    does at inference: it is no sign of training. A network of a class from
+    another first-party file is not told apart from a trainer there, so its
+    `.train()` still counts. In a run that never trains (an
     evaluation, a benchmark, an export) no backward pass runs, so neither CUDA
     work alone nor an operation whose nondeterminism is in its backward pass
     (`nn.Embedding`, a bilinear `interpolate`, `index_select`) changes its

@@ -73,6 +73,7 @@ from torchdet_lint.model.facts import (
     helper_covers,
     is_cuda_work,
     is_dataloader,
+    is_module_base,
     is_setup_call,
     loader_name,
     loader_position,
@@ -1735,7 +1736,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if qualified in TRAINING_CALLS or (attribute in BACKWARD_METHODS and qualified is None):
             function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
         elif qualified is None and (
-            attribute in TRAINING_METHODS or (attribute == "train" and all(literal(arg.value) is True for arg in node.args))
+            attribute in TRAINING_METHODS
+            or (
+                attribute == "train"
+                and all(literal(arg.value) is True for arg in node.args)
+                and not self._built_network(node.func.value)
+            )
         ):
             function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
         elif qualified in GRADIENT_SCALERS or builds_optimizer(qualified):
@@ -1744,6 +1750,31 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             function.add_trains(site("`LightningCLI(...)` (runs `fit`)"))
         elif attribute is not None and qualified is None and self._library_loop(node.func.value, attribute):
             function.add_trains(site(f"`{_spelling(node.func)}(...)`"))
+
+    def _built_network(self, receiver: cst.BaseExpression) -> bool:
+        """`model = UNet(...).cuda(); model.train()`: the receiver was visibly built here as a
+        network (a torch or library module class or model builder, or a module class of this
+        file), so `.train()` only sets its mode (Monte Carlo dropout at inference). On anything
+        else (`trainer.train()`) it may start a loop the analysis cannot see."""
+        if type(receiver) is cst.Name:
+            values = self.context.scopes.values(receiver.value)
+        elif type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self":
+            values = self.context.scopes.attribute_values(receiver.attr.value)
+        else:
+            return False
+        for value in values or [None]:
+            built = unwrap_self_returning(value) if value is not None else None
+            if type(built) is not cst.Call:
+                return False
+            name = self.context.call_name(built)
+            if name is not None:
+                if not is_module_base(name) and draw_kind(name) != "torch":
+                    return False
+            elif type(built.func) is not cst.Name or built.func.value not in self.summary.classes:
+                return False
+            elif not any(is_module_base(base) for base in self.summary.classes[built.func.value].bases):
+                return False
+        return True
 
     def _library_loop(self, receiver: cst.BaseExpression, method: str, depth: int = 0) -> bool:
         """`trainer.fit(model)` on a Lightning `Trainer`, `trainer.train()` on a Transformers one (or
