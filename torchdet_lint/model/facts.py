@@ -118,13 +118,13 @@ class PretrainedBuilder:
 
 
 def _attribute_chain(node: cst.BaseExpression) -> bool:
-    """`ResNet50_Weights.IMAGENET1K_V2`, `models.ResNet50_Weights.DEFAULT`: a named member, not a
-    variable that may hold None."""
+    """`ResNet50_Weights.IMAGENET1K_V2`, `models.ResNet50_Weights.DEFAULT`: a member of a weights
+    enum, not an attribute that may hold None (`args.weights`)."""
     if type(node) is not cst.Attribute:
         return False
-    while type(node) is cst.Attribute:
-        node = node.value
-    return type(node) is cst.Name
+    owner = node.value
+    name = owner.attr.value if type(owner) is cst.Attribute else owner.value if type(owner) is cst.Name else ""
+    return name.endswith("Weights")
 
 
 @dataclass(frozen=True)

@@ -423,12 +423,13 @@ class UnseededTorch(_UnseededGlobalRng):
     `Checkpoint.load_objects(to_load={"model": model}, ...)`, unless given
     `strict=False`. The same holds for a library builder asked
     for its pretrained weights, which it loads strictly right after building:
-    torchvision's `weights=` given a string or a named member
+    torchvision's `weights=` given a string or a member of a weights enum
     (`weights="DEFAULT"`, `ResNet50_Weights.IMAGENET1K_V2`) and its legacy
     `pretrained=True`, and timm's `create_model(name, pretrained=True)`
     without `num_classes=` (timm drops the pretrained classifier for another
     number of classes, so the new head keeps its random weights). A variable
-    (`weights=weights`) may hold None, and `weights_backbone=` loads the
+    or an option (`weights=weights`, `weights=args.weights`) may hold None,
+    and `weights_backbone=` loads the
     backbone only: both still count as draws.
 
     A module is built to be called. In the `forward` of each first-party
