@@ -364,6 +364,20 @@ _EVALUATED: Dict[Tuple[type, str], Any] = {}
 _MAX_EVALUATED = 100_000
 
 
+def display_length(node: Optional[cst.CSTNode]) -> Optional[int]:
+    """The number of elements of a tuple or list display without `*` (`(p // 2, p - p // 2)`: 2),
+    also of a conditional expression whose branches both have it (`(0, p) if row else (p, 0)`)."""
+    kind = type(node)
+    if kind is cst.Tuple or kind is cst.List:
+        if any(type(element) is cst.StarredElement for element in node.elements):
+            return None
+        return len(node.elements)
+    if kind is cst.IfExp:
+        length = display_length(node.body)
+        return length if length is not None and display_length(node.orelse) == length else None
+    return None
+
+
 def literal(node: Optional[cst.CSTNode]) -> Any:
     """The Python value of a literal expression, or NOT_LITERAL."""
     kind = type(node)

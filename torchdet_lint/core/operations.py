@@ -34,7 +34,7 @@ from torchdet_lint.core.catalog import (
     load_catalog,
     version_text,
 )
-from torchdet_lint.core.names import dotted_name, find_arg, literal, opaque_keywords
+from torchdet_lint.core.names import display_length, dotted_name, find_arg, literal, opaque_keywords
 from torchdet_lint.core.traversal import sub_nodes
 
 _SEVERITY = {RAISES: 2, IGNORES_FLAG: 2, DETERMINISTIC_ALTERNATIVE: 1}
@@ -154,16 +154,18 @@ def _argument_value(node: cst.BaseExpression, context) -> Any:
             return narrowed[0] if len(narrowed) == 1 else OneOf(narrowed)
     if isinstance(node, cst.Name):
         values = context.scopes.values(node.value)
-        bound = values[0] if len(values) == 1 else None  # bound once: in every branch the same
+        # Bound once (in every branch the same), or last bound in a block the walk is still in.
+        bound = values[0] if len(values) == 1 else context.scopes.reaching_value(node.value)
         if type(bound) is cst.FormattedString:
             return _pattern(bound)
-        if isinstance(bound, (cst.Tuple, cst.List)):
+        if isinstance(bound, (cst.Tuple, cst.List)) or (type(bound) is cst.IfExp and display_length(bound) is not None):
             node = bound
             value = literal(bound)
             if value is not NOT_LITERAL:
                 return value
-    if isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
-        return Sized(len(node.elements))
+    length = display_length(node)
+    if length is not None:
+        return Sized(length)
     if isinstance(node, (cst.Name, cst.Attribute)):
         qualified = context.qualified_name(node)
         if qualified and not qualified.startswith("builtins."):

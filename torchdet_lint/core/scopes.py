@@ -242,6 +242,8 @@ class _Frame:
     params: Dict[str, int] = field(default_factory=dict)
     # A loop variable over a literal table -> (its number of bindings then, the values it takes).
     loop_tables: Dict[str, Tuple[int, List[cst.BaseExpression]]] = field(default_factory=dict)
+    # A name -> (the block its last binding was made in, its number of bindings then).
+    bound_in: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 
 
 _EMPTY_INIT_CONTEXTS = frozenset(
@@ -314,6 +316,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self._watched_keys: Set[Tuple[Any, ...]] = set()
         self._watched_modules: Dict[int, Tuple[Any, ...]] = {}
         self.spatial_calls: Dict[Tuple[Any, ...], Tuple[cst.Call, str, cst.CSTNode]] = {}
+        # The blocks the walk is in, outermost first (0: the module): (id, whether it is a loop's
+        # body); the bodies of the loops seen but not yet entered.
+        self._blocks: List[Tuple[int, bool]] = [(0, False)]
+        self._loop_bodies: Set[int] = set()
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -331,6 +337,23 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         if found is None and module_too and frame is not self.frames[0]:
             found = self.frames[0].names.get(name)
         return list(found or ())
+
+    def reaching_value(self, name: str) -> Optional[cst.BaseExpression]:
+        """The value every path to here gives `name` in the enclosing function: its last binding,
+        when that was made in a block the walk is still in (`pad = (0, 0, p, p)` just before
+        `mypad(x, pad)`, not one in an `if` left since) and no loop entered after it may rebind
+        the name before coming back. None otherwise, or when that binding is not followed."""
+        frame = self._function
+        values = frame.names.get(name)
+        where = frame.bound_in.get(name)
+        if not values or values[-1] is None or where is None or where[1] != len(values):
+            return None
+        for block, loop_body in reversed(self._blocks):
+            if block == where[0]:
+                return values[-1]
+            if loop_body:
+                return None
+        return None
 
     def value(self, name: str, module_too: bool = False) -> Optional[cst.BaseExpression]:
         """The value last bound to `name` (None: unknown, or bound in a way not followed)."""
@@ -938,7 +961,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         return isinstance(annotation, cst.Subscript)  # List[...], Dict[...], Optional[SomeClass]: not a tensor
 
     def _bind(self, name: str, value: Optional[cst.BaseExpression]) -> None:
-        self.frames[-1].names.setdefault(name, []).append(value)
+        frame = self.frames[-1]
+        values = frame.names.setdefault(name, [])
+        values.append(value)
+        frame.bound_in[name] = (self._blocks[-1][0], len(values))
         if type(value) in _COMPUTED and self.grad_disabled:
             # `with torch.no_grad(): feats = model(x)`: a result computed there carries no graph,
             # also where it is used after the block. (A name bound to a parameter there, `w =
@@ -1151,7 +1177,11 @@ class ScopeTracker(cst.BatchableCSTVisitor):
     def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
         self._bind_target(original_node.target, original_node.value)
 
+    def visit_While(self, node: cst.While) -> None:
+        self._loop_bodies.add(id(node.body))
+
     def visit_For(self, node: cst.For) -> None:
+        self._loop_bodies.add(id(node.body))
         self._bind_target(node.target, None)
         self._iterated(node.target, node.iter)
         self._loop_table(node.target, node.iter)
@@ -1247,6 +1277,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 self._narrowing_blocks[id(node.orelse.body)] = if_false
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        loop_body = bool(self._loop_bodies) and id(node) in self._loop_bodies
+        if loop_body:
+            self._loop_bodies.discard(id(node))
+        self._blocks.append((id(node), loop_body))
         if self._guarded_blocks:
             names = self._guarded_blocks.pop(id(node), None)
             if names:
@@ -1258,6 +1292,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 self.narrowed_blocks.append((id(node), self._function, narrowed, counts))
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
         if self.cpu_blocks and self.cpu_blocks[-1][0] == id(original_node):
             self.cpu_blocks.pop()
         if self.narrowed_blocks and self.narrowed_blocks[-1][0] == id(original_node):

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Dict, List, Option
 
 import libcst as cst
 
-from torchdet_lint.core.catalog import NOT_LITERAL
+from torchdet_lint.core.catalog import NOT_LITERAL, Sized
 from torchdet_lint.core.import_header import ast_dotted_name
-from torchdet_lint.core.names import dotted_name, literal
+from torchdet_lint.core.names import display_length, dotted_name, literal
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -60,7 +60,7 @@ class Among:
 
 
 # One call: (the calling function's key, ((argument key, value), ...)); an argument key is the keyword,
-# "#<position>" or STAR; a value is a literal, a `Passed` or OPEN.
+# "#<position>" or STAR; a value is a literal, a `Sized` display, a `Passed` or OPEN.
 CallArguments = Tuple[str, Tuple[Tuple[str, Any], ...]]
 
 
@@ -162,11 +162,14 @@ def call_arguments(
     parameters: Dict[str, Tuple[Optional[int], Any]],
     bound: Callable[[str], List[Any]],
     looped: Optional[Callable[[str], Optional[List[cst.BaseExpression]]]] = None,
+    reaching: Optional[Callable[[str], Optional[cst.BaseExpression]]] = None,
 ) -> Tuple[Tuple[str, Any], ...]:
     """A call's arguments as the summary keeps them; `parameters` are the calling function's (a name
     among them is passed on, unless the project finds it rebound: see `Passed`). A `**name` splat of
     a name `bound` only to a dict display with string keys (`dd = {"device": device}`) passes those
-    keywords; any other splat may pass anything."""
+    keywords; any other splat may pass anything. A tuple or list display that is no literal passes
+    its length (`Sized`), also through a name whose `reaching` value is one (`pad = (0, 0, p, p)`
+    just before the call)."""
     found: List[Tuple[str, Any]] = []
     position = 0
     for arg in call.args:
@@ -187,8 +190,19 @@ def call_arguments(
             values = tuple(plain_literal(one) for one in looped(value.value) or ())
             found.append((key, Among(values) if OPEN not in values else OPEN))
         else:
-            found.append((key, plain_literal(value)))
+            passed = plain_literal(value)
+            if passed == OPEN:
+                passed = _sized(value, reaching)
+            found.append((key, passed))
     return tuple(found)
+
+
+def _sized(value: cst.BaseExpression, reaching: Optional[Callable[[str], Optional[cst.BaseExpression]]]) -> Any:
+    """A display's length as a `Sized` value, else OPEN."""
+    if type(value) is cst.Name and reaching is not None:
+        value = reaching(value.value) or value
+    length = display_length(value)
+    return OPEN if length is None else Sized(length)
 
 
 def _dict_keys(arg: cst.Arg, bound: Callable[[str], List[Any]]) -> Optional[List[str]]:
@@ -229,6 +243,8 @@ def _ast_literal(node: "ast.expr") -> Any:
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            return Sized(len(node.elts))
         return OPEN
     if not _plain(value):
         return OPEN

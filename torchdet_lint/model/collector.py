@@ -912,7 +912,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return
         table, recorded = self.argument_frames[-1]
         scopes = self.context.scopes
-        arguments = call_arguments(node, table, scopes.values, scopes.loop_values)
+        arguments = call_arguments(node, table, scopes.values, scopes.loop_values, scopes.reaching_value)
         if any(isinstance(value, Passed) for _, value in arguments):
             recorded.append((target, len(calls)))
         calls.append((self.key, arguments))

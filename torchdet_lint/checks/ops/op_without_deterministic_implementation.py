@@ -13,6 +13,7 @@ from torchdet_lint.checks.ops.op_findings import (
 )
 from torchdet_lint.core.catalog import (
     RAISES,
+    Sized,
     load_catalog,
     same_value,
 )
@@ -25,15 +26,17 @@ from torchdet_lint.core.operations import (
 from torchdet_lint.model.arguments import attribute_values, parameter_values
 from torchdet_lint.model.parameters import passed_parameter
 
-# the condition hangs on one argument that is a parameter of the enclosing module-level function, or
-# an attribute its class's `__init__` sets from a parameter: the finding stands unless a value that
-# selects the raising kernel can reach it from the project's callers. The value: {"source":
-# ("param", function, parameter) or ("attr", class, attribute), "probes": [(value, raises)],
-# "other": whether a value none of the probes equals raises}.
+# the condition hangs on arguments that are parameters of the enclosing module-level function, or
+# attributes its class's `__init__` sets from a parameter: the finding stands unless, for each of
+# them, a value that selects the raising kernel can reach it from the project's callers. The value:
+# a list of {"source": ("param", function, parameter) or ("attr", class, attribute), "probes":
+# [(value, raises)], "other": whether a value none of the probes equals raises}, one per argument
+# (each judged with the others unknown, so one argument ruling it out is enough).
 DECIDED_BY_CALLERS = "decided_by_what_callers_pass"
 # Condition kinds whose answer for a literal depends only on which catalog value it equals (or on
-# its being None): a value is judged by the probe it equals, or by the "other" probe.
-_PROBED_KINDS = frozenset({"in", "not-in", "given", "absent", "tensor", "not-names"})
+# its being None): a value is judged by the probe it equals, or by the "other" probe. A `length`
+# condition is probed with a `Sized` value of each length it names.
+_PROBED_KINDS = frozenset({"in", "not-in", "given", "absent", "tensor", "not-names", "length"})
 _OTHER = "\x00a value no condition names"
 _CONDITIONS: dict = {}
 
@@ -53,29 +56,38 @@ def _probe_values(matches: List[OperationMatch]) -> Optional[List[Any]]:
             if condition.kind not in _PROBED_KINDS:
                 return None
             for value in condition.values:
+                if condition.kind == "length":
+                    value = Sized(value)
                 if not any(same_value(value, v) for v in values):
                     values.append(value)
     return values
 
 
+def _answer(decided: dict, value: Any) -> bool:
+    """Whether `value`, passed by a caller, selects the raising kernel: the answer of the probe it
+    equals; a tuple that equals none is judged by its length, a display of computed elements only by
+    its length (unknown length: it may raise); anything else by the "other" probe."""
+    for probe, raises in decided["probes"]:
+        if same_value(probe, value):
+            return raises
+    if isinstance(value, (tuple, list)):
+        value = Sized(len(value))
+    if isinstance(value, Sized):
+        sized = [raises for probe, raises in decided["probes"] if probe == value]
+        return sized[0] if sized else True
+    return decided["other"]
+
+
 def _callers_rule_out(project, diagnostic: Diagnostic) -> bool:
-    decided = diagnostic.extra.get(DECIDED_BY_CALLERS)
-    if not decided:
-        return False
-    kind, owner, name = decided["source"]
-    if kind == "param":
-        values = parameter_values(project, diagnostic.path, owner, name)
-    else:
-        values = attribute_values(project, diagnostic.path, owner, name)
-    if values is None:
-        return False
-    for value in values:
-        answer = next((raises for probe, raises in decided["probes"] if same_value(probe, value)), None)
-        if answer is None:
-            answer = decided["other"]
-        if answer:
-            return False
-    return True
+    for decided in diagnostic.extra.get(DECIDED_BY_CALLERS) or ():
+        kind, owner, name = decided["source"]
+        if kind == "param":
+            values = parameter_values(project, diagnostic.path, owner, name)
+        else:
+            values = attribute_values(project, diagnostic.path, owner, name)
+        if values is not None and not any(_answer(decided, value) for value in values):
+            return True
+    return False
 
 
 class OpWithoutDeterministicImplementation(ReportedWhereCalled):
@@ -216,6 +228,22 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     otherwise than called (handed to another call, stored in a registry, a
     `functools.partial`, named by a string), when a subclass has its own
     `__init__` or sets the attribute, or when a method sets it again.
+    Each such argument is judged on its own, the others unknown: one whose
+    callers rule the kernel out is enough (a padding helper's `mode` may be
+    "reflect" while every `pad` it gets selects the deterministic 2-d
+    kernel).
+
+    Lengths count as values: a tuple or list display of computed elements
+    passes its length (`F.pad(x, pad, mode)` in a helper every call of which
+    passes `(0, 0, p // 2, (p + 1) // 2)` is 2-d reflection padding,
+    deterministic under the flag from torch 2.7), also through a
+    conditional expression whose branches have the same length and through
+    a name whose value at the call is visible: its last binding, made in a
+    block the call is still in with no loop entered since (`pad = (...)`
+    just before `mypad(x, pad)`; a binding in an `if` left before the call,
+    or one a loop may replace before it comes back to the call, keeps the
+    length unknown). The same holds for an argument of the operation
+    itself (`pad = (p, p)` then `pad = (p, p, p, p)`: 2-d at the call).
 
     Inside a backward formula an operation runs without a backward of its
     own, so only its forward conditions count (a `torch.gather` there is no
@@ -430,8 +458,8 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     def _raises(self, matches: List[OperationMatch]) -> bool:
         return any(m.behavior == RAISES and (self.context.strict or not m.strict_only) for m in matches)
 
-    def _decided_by_callers(self, node: cst.Call) -> Optional[dict]:
-        """For a "may raise": the one argument whose values the project's callers decide, with the
+    def _decided_by_callers(self, node: cst.Call) -> Optional[List[dict]]:
+        """For a "may raise": the arguments whose values the project's callers decide, each with the
         answer for each value a catalog condition names (see `DECIDED_BY_CALLERS`)."""
         matches = [m for m in match_operations(self.context, node) if m.behavior == RAISES]
         if not matches or any(m.certain for m in matches):
@@ -440,6 +468,7 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
         if probes is None:
             return None
         kinds = [kind for kind, _ in self.definitions]
+        decided = []
         for arg in node.args:
             if arg.star:
                 return None
@@ -450,8 +479,8 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
             other = self._raises(matches_assuming(self.context, node, arg.value, _OTHER))
             if all(raises for _, raises in answers) and other:
                 continue  # this argument cannot rule it out
-            return {"source": source, "probes": answers, "other": other}
-        return None
+            decided.append({"source": source, "probes": answers, "other": other})
+        return decided or None
 
     def _source(self, value: cst.BaseExpression, kinds: List[str]) -> Optional[Tuple[str, str, str]]:
         if type(value) is cst.Name and kinds == ["def"]:
