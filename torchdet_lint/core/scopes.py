@@ -235,6 +235,7 @@ class _Frame:
     part_states: Dict[Tuple[str, int], "TensorState"] = field(default_factory=dict)
     serial: int = 0  # tells the frames of a walk apart
     autograd_function: bool = False  # a class: a `torch.autograd.Function` subclass
+    lightning_module: bool = False  # a class: a `LightningModule` subclass (its step methods get batches)
     local_defs: Dict[str, Tuple[Optional[str], str]] = field(default_factory=dict)  # nested functions -> identity
     # A name bound by `for x in xs` (a loop or a comprehension) -> every `xs` it iterated over.
     iterated: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
@@ -245,6 +246,11 @@ class _Frame:
     # A name -> (the block its last binding was made in, its number of bindings then).
     bound_in: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 
+
+# Lightning's loop hands each step method the batch its loader yields (lightning/pytorch/loops:
+# `training_step(batch, batch_idx)`, the evaluation and prediction loops alike).
+_LIGHTNING_MODULE = "lightning.pytorch.LightningModule"
+_LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 
 _EMPTY_INIT_CONTEXTS = frozenset(
     {
@@ -301,6 +307,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self.computed_without_grad: Set[int] = set()  # ids of values bound where no gradient flows
         self.loader_classes: Set[str] = set()  # this file's DataLoader subclasses
         self.function_classes: Set[str] = set()  # this file's `torch.autograd.Function` subclasses
+        self.lightning_classes: Set[str] = set()  # this file's `LightningModule` subclasses
         self._serial = 0
         self._left_function: Tuple[Optional[cst.FunctionDef], Optional[_Frame]] = (None, None)
         self._local_def_names: Dict[str, int] = {}  # names of the nested functions of the frames on the stack
@@ -1055,8 +1062,12 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 frame.autograd_function = True
             if last.endswith("Loader") or last in self.loader_classes:
                 self.loader_classes.add(name)
+            if qualified == _LIGHTNING_MODULE or last in self.lightning_classes:
+                frame.lightning_module = True
         if frame.autograd_function:
             self.function_classes.add(name)
+        if frame.lightning_module:
+            self.lightning_classes.add(name)
         self.frames.append(frame)
         self.classes.append({})
 
@@ -1088,6 +1099,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             if isinstance(star, cst.Param):
                 frame.names[star.name.value] = [None]
         positional = [*params.posonly_params, *params.params]
+        if owner.lightning_module and node.name.value in _LIGHTNING_STEPS and len(positional) > 1:
+            # Lightning calls `training_step(batch, batch_idx)` with what the loader yields: data.
+            frame.part_states[(positional[1].name.value, 0)] = _NO_GRAD_DATA
         static = any(dotted_name(d.decorator) in ("staticmethod",) for d in node.decorators)
         if owner.kind == "class" and not static:
             positional = positional[1:]  # `self`/`cls`: the call's receiver

@@ -153,7 +153,10 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     (`for images, masks in loader:`, `enumerate(loader)`, `tqdm(loader)`, and
     the items, attributes, slices and unpacked parts of a batch:
     `batch["mask"]`, `batch.mask`, `masks[:, 0]`), `next(iter(loader))` (and
-    MONAI's `first(loader)`),
+    MONAI's `first(loader)`), the batch Lightning hands the step methods of a
+    `LightningModule` (`training_step(self, batch, batch_idx)`,
+    `validation_step`, `test_step`, `predict_step`; also in a subclass of one
+    in the same file),
     what `torch.load` (`torch.hub.load_state_dict_from_url`, safetensors'
     `load_file`) reads, `torch.from_numpy(...)`, `.detach()`, results
     computed under `no_grad`/`inference_mode`, a state dict's tensors (what
