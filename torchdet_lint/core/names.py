@@ -366,12 +366,20 @@ _MAX_EVALUATED = 100_000
 
 def display_length(node: Optional[cst.CSTNode]) -> Optional[int]:
     """The number of elements of a tuple or list display without `*` (`(p // 2, p - p // 2)`: 2),
-    also of a conditional expression whose branches both have it (`(0, p) if row else (p, 0)`)."""
+    also repeated a literal number of times (`[p] * 4`), and of a conditional expression whose
+    branches both have it (`(0, p) if row else (p, 0)`)."""
     kind = type(node)
     if kind is cst.Tuple or kind is cst.List:
         if any(type(element) is cst.StarredElement for element in node.elements):
             return None
         return len(node.elements)
+    if kind is cst.BinaryOperation and type(node.operator) is cst.Multiply:
+        for sequence, times in ((node.left, node.right), (node.right, node.left)):
+            count = literal(times) if type(times) is cst.Integer else None
+            length = display_length(sequence) if type(sequence) in (cst.Tuple, cst.List) else None
+            if isinstance(count, int) and length is not None:
+                return length * count
+        return None
     if kind is cst.IfExp:
         length = display_length(node.body)
         return length if length is not None and display_length(node.orelse) == length else None

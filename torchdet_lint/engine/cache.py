@@ -34,8 +34,8 @@ CACHE_DIR_NAME = ".torchdet_lint_cache"
 # of first-party calls carry of a gradient, and the functions handed on; 12: the command-line options
 # a draw or loader runs under, the parsed namespaces calls pass on and call arguments that are loop
 # variables over a literal table; 13: the parameter tests a draw runs under, and
-# the draws `model.eval()` leaves on).
-_FORMAT = 13
+# the draws `model.eval()` leaves on; 14: call arguments and attributes known by their length).
+_FORMAT = 14
 
 
 def _catalog_fingerprint() -> str:

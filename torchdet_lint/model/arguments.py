@@ -369,13 +369,20 @@ def parameter_values(project: "Project", display: str, key: str, parameter: str)
 
 def attribute_values(project: "Project", display: str, class_name: str, attribute: str) -> Optional[List[Any]]:
     """The values `self.<attribute>` can hold when the class's `__init__` is the only place that
-    sets it, from one of its parameters: that parameter's values over every construction. None when
+    sets it, from one of its parameters: that parameter's values over every construction (set to a
+    display instead: its length, a `Sized` value). None when
     another method or a subclass sets it, a subclass has its own `__init__`, or the class is used
     otherwise than constructed."""
     summary = project.summaries.get(display)
     cls = summary.classes.get(class_name) if summary is not None else None
     if cls is None or attribute in cls.reassigned_attributes:
         return None
+    length = cls.attribute_lengths.get(attribute)
+    if length is not None:
+        # `self.padding = [p] * 4`: that length wherever it is read, unless something else sets it.
+        if attribute in cls.attribute_parameters or _subclassed(project, display, class_name, attribute):
+            return None
+        return [Sized(length)]
     parameter = cls.attribute_parameters.get(attribute)
     init = f"{class_name}.__init__"
     table = summary.parameters.get(init)

@@ -19,6 +19,7 @@ from torchdet_lint.core.names import (
     NOT_LITERAL,
     arg_value,
     canonical,
+    display_length,
     dotted_name,
     find_arg,
     has_star_args,
@@ -896,13 +897,12 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             if type(target) is not cst.Attribute or type(target.value) is not cst.Name or target.value.value != "self":
                 continue
             attribute = target.attr.value
-            from_parameter = (
-                self.key.endswith(".__init__")
-                and type(value) is cst.Name
-                and value.value in owner.init_parameters
-                and attribute not in owner.attribute_parameters
-            )
-            if not from_parameter and attribute not in owner.reassigned_attributes:
+            in_init = self.key.endswith(".__init__") and attribute not in owner.attribute_parameters
+            from_parameter = in_init and type(value) is cst.Name and value.value in owner.init_parameters
+            length = display_length(value) if in_init and attribute not in owner.attribute_lengths else None
+            if length is not None:
+                owner.attribute_lengths[attribute] = length
+            elif not from_parameter and attribute not in owner.reassigned_attributes:
                 owner.reassigned_attributes.append(attribute)
 
     def _call_arguments(self, node: cst.Call, target: str) -> None:

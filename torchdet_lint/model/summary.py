@@ -223,6 +223,9 @@ class ClassSummary:
     init_parameters: List[str] = field(default_factory=list)
     seeded_parameters: List[str] = field(default_factory=list)
     attribute_parameters: Dict[str, str] = field(default_factory=dict)  # `self.<attr> = <param>` in __init__
+    # `self.<attr> = <display>` in __init__ (`self.padding = [p] * 4`): the length it always has,
+    # unless the attribute is also reassigned.
+    attribute_lengths: Dict[str, int] = field(default_factory=dict)
     # Attributes annotated with a first-party class (`model: ModelConfig` in a dataclass, `self.trainer:
     # Trainer = ...`, `self.cfg = cfg` for `cfg: Config`): `self.<attr>.build()` runs that class's method.
     attribute_types: Dict[str, str] = field(default_factory=dict)

@@ -239,8 +239,11 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     Lengths count as values: a tuple or list display of computed elements
     passes its length (`F.pad(x, pad, mode)` in a helper every call of which
     passes `(0, 0, p // 2, (p + 1) // 2)` is 2-d reflection padding,
-    deterministic under the flag from torch 2.7), also through a
-    conditional expression whose branches have the same length and through
+    deterministic under the flag from torch 2.7), also repeated a literal
+    number of times (`[p] * 4`), an attribute that `__init__` sets once to
+    such a display and nothing else sets (`self.padding = [p] * 4`, read in
+    `forward`; a subclass with its own `__init__` keeps it unknown), a
+    conditional expression whose branches have the same length, and
     a name whose value at the call is visible: its last binding, made in a
     block the call is still in with no loop entered since (`pad = (...)`
     just before `mypad(x, pad)`; a binding in an `if` left before the call,
