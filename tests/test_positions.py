@@ -26,8 +26,49 @@ TRICKY = (
 )
 
 
+# Nodes inside the blocks of compound statements: only the innermost statement is rendered.
+BLOCKS = (
+    "def f(x, xs):\n"
+    "    for a in xs:\n"
+    "        if a:  # c\n"
+    "            y = torch.gather(\n                x, 1, a)\n"
+    "        elif a is None:\n"
+    "            pass\n"
+    "        elif a == 2: z = 1\n"
+    "        else:\n"
+    "            # only a comment before\n"
+    "            x.index_add_(0, a, x)\n"
+    "    else:\n"
+    "        while x:\n"
+    "            x = x[1:]\n"
+    "        else:\n"
+    "            x = None\n"
+    "    try:\n"
+    "        with open(x) as h, torch.no_grad():\n"
+    "            h.read(); torch.histc(x)\n"
+    "    except (ValueError,\n            KeyError) as error:\n"
+    "        raise\n"
+    "    except Exception:\n"
+    "        return [i for i in xs\n                if i]\n"
+    "    else:\n"
+    "        x = 2\n"
+    "    finally:\n"
+    "        x = 3\n"
+    "    try:\n"
+    "        pass\n"
+    "    except* OSError:\n"
+    "        x = 4\n"
+    "    async def g():\n"
+    "        async for b in xs:\n"
+    "            async with b:\n"
+    "                await b\n"
+)
+
+
 def _sources():
     yield pytest.param(TRICKY.replace("\tdef g(self): pass\n", "    def g(self): pass\n"), id="tricky")
+    yield pytest.param(BLOCKS, id="blocks")
+    yield pytest.param(BLOCKS.replace("\n", "\r\n"), id="blocks-crlf")
     yield pytest.param(TRICKY.replace("\n", "\r\n").replace("\tdef g(self): pass\r\n", ""), id="crlf")
     for path in sorted((ROOT / "examples").rglob("*.py")) + sorted(FIXTURES.rglob("*.py"))[:40]:
         yield pytest.param(path.read_text(encoding="utf-8"), id=str(path.relative_to(ROOT)))

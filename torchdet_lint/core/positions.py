@@ -2,9 +2,11 @@
 
 LibCST's PositionProvider renders the whole module with position tracking,
 about twice the cost of the parse, even when one node in a 6,000-line file is
-reported. Here the statement that contains the node (descending into class
-and function bodies) is located with Python's own parser, which is far
-cheaper, and the provider runs on that statement alone; the result is
+reported. Here the innermost statement that contains the node (descending into
+the blocks of class and function bodies, `if`/`elif`/`else`, loops, `with` and
+`try` handlers) is located with Python's own parser, which is far cheaper, and
+the provider runs on that statement alone (its cost grows with the nodes it
+renders); the result is
 shifted to the statement's real line and indentation. Anything unexpected
 falls back to the whole-module provider.
 """
@@ -28,7 +30,6 @@ from torchdet_lint.core.traversal import child_fields, kept_node_types
 
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 Range = Tuple[int, int, int, int]  # line (1-based), column (0-based), end line, end column
-_BODY_OWNERS = (cst.FunctionDef, cst.ClassDef)
 _INDENT_OWNERS = (
     cst.BaseStatement,
     cst.BaseSuite,
@@ -78,6 +79,50 @@ def _ast_statements_for(cst_body, ast_body) -> List[Tuple[cst.CSTNode, ast.stmt]
     if index != len(ast_body):
         raise _Unmappable()
     return pairs
+
+
+def _blocks(statement: cst.CSTNode, tree: ast.stmt) -> List[Tuple[Tuple[cst.CSTNode, ...], list, list]]:
+    """The indented blocks of a compound statement with their AST statement lists, each as (the
+    nodes from the statement down to its statements, LibCST statements, AST statements)."""
+    found: List[Tuple[Tuple[cst.CSTNode, ...], list, list]] = []
+
+    def block(path: Tuple[cst.CSTNode, ...], suite: cst.BaseSuite, statements: list) -> None:
+        if type(suite) is cst.IndentedBlock:
+            found.append((path + (suite,), list(suite.body), statements))
+
+    body = getattr(statement, "body", None)
+    if isinstance(body, cst.BaseSuite) and isinstance(getattr(tree, "body", None), list):
+        block((), body, tree.body)
+    orelse = getattr(statement, "orelse", None)
+    if type(orelse) is cst.Else and isinstance(getattr(tree, "orelse", None), list):
+        block((orelse,), orelse.body, tree.orelse)
+    elif type(orelse) is cst.If and isinstance(tree, ast.If) and len(tree.orelse) == 1:
+        # `elif`: its blocks, never the `elif` alone (rendered alone it would read `if`).
+        found.extend(((orelse,) + path, inner, statements) for path, inner, statements in _blocks(orelse, tree.orelse[0]))
+    if type(statement) in (cst.Try, cst.TryStar) and isinstance(tree, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        if len(statement.handlers) != len(tree.handlers):
+            return found
+        for handler, tree_handler in zip(statement.handlers, tree.handlers):
+            block((handler,), handler.body, tree_handler.body)
+        if statement.finalbody is not None:
+            block((statement.finalbody,), statement.finalbody.body, tree.finalbody)
+    return found
+
+
+def _block_holding(
+    statement: cst.CSTNode, tree: ast.stmt, chain: List[cst.CSTNode], position: int
+) -> Optional[Tuple[list, list, int]]:
+    """The block of `statement` (at `chain[position]`) that holds a statement holding the node, as
+    (its LibCST statements, its AST statements, the position of that statement in the chain)."""
+    if not isinstance(statement, cst.BaseCompoundStatement) or position + 1 >= len(chain):
+        return None
+    for path, cst_statements, ast_statements in _blocks(statement, tree):
+        after = position + 1 + len(path)
+        if after >= len(chain) or any(chain[position + 1 + i] is not node for i, node in enumerate(path)):
+            continue
+        if any(candidate is chain[after] for candidate in cst_statements):
+            return cst_statements, ast_statements, after
+    return None
 
 
 def _first_line(node: ast.stmt) -> int:
@@ -136,19 +181,12 @@ class LocalPositions:
             if match is None:
                 raise _Unmappable()
             statement, line = match[0], _first_line(match[1])
-            # Descend into a class or function body when the node lies inside it.
-            if (
-                isinstance(statement, _BODY_OWNERS)
-                and position + 2 < len(chain)
-                and isinstance(statement.body, cst.IndentedBlock)
-            ):
-                if chain[position + 1] is statement.body and isinstance(
-                    match[1], (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-                ):
-                    cst_body, ast_body = statement.body.body, match[1].body
-                    position += 2
-                    continue
-            break
+            # Descend into a block of the statement (a body, an `else`, a handler) when the
+            # node lies inside it: only the innermost statement is rendered.
+            inner = _block_holding(statement, match[1], chain, position)
+            if inner is None:
+                break
+            cst_body, ast_body, position = inner
         if statement is None:
             raise _Unmappable()
         return statement, line
