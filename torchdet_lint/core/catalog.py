@@ -74,6 +74,10 @@ class Sized:
 
     length: int
 
+    def __bool__(self) -> bool:
+        # what `if padding:` sees in a parameter a caller passed `[p] * n`
+        return self.length > 0
+
 
 @dataclass(frozen=True)
 class Pattern:
