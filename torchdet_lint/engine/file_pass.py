@@ -9,14 +9,12 @@ import contextlib
 import functools
 import gc
 import re
-import threading
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
 
 from torchdet_lint.checks import fact_collectors, file_rules_for, prefilter
 from torchdet_lint.core.context import FileContext
@@ -25,6 +23,7 @@ from torchdet_lint.core.names import forget_keyword_dicts
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import SourceText, python_ast
 from torchdet_lint.core.traversal import BatchedWalker
+from torchdet_lint.engine.parser_nodes import parser_nodes
 from torchdet_lint.engine.suppressions import apply_suppressions, file_exempt
 from torchdet_lint.model.collector import SUMMARY_WORDS, SummaryCollector
 from torchdet_lint.model.scan import empty_summary
@@ -118,43 +117,8 @@ def parse(text: str) -> cst.Module:
             raise UnsafeToParse(f"syntax error: {error.msg}", error.lineno or 1, max(error.offset or 1, 1)) from None
         except (RecursionError, MemoryError, ValueError) as error:
             raise UnsafeToParse(f"too deeply nested for Python's parser ({type(error).__name__})") from None
-    with parser_nodes_unvalidated():
+    with parser_nodes(len(text)):
         return cst.parse_module(text)
-
-
-# LibCST checks every node it constructs (`CSTNode.__post_init__` calls
-# `_validate`: whitespace patterns, parentheses, operator spacing), which is
-# there for trees built by hand. Nodes made by its parser are valid by
-# construction, and the checks cost about 15% of a parse (LibCST's own comment
-# there says as much). They are skipped while the parser builds a tree. A node
-# another thread builds meanwhile goes unchecked too; every fix is verified by
-# parsing its output, so an invalid one is still never written.
-_VALIDATE = CSTNode.__dict__.get("__post_init__")
-_skipping_lock = threading.Lock()
-_skipping_depth = 0
-
-
-def _skip_validation(self: CSTNode) -> None:
-    pass
-
-
-@contextlib.contextmanager
-def parser_nodes_unvalidated():
-    global _skipping_depth
-    if _VALIDATE is None:  # another LibCST layout: validate as usual
-        yield
-        return
-    with _skipping_lock:
-        if _skipping_depth == 0:
-            CSTNode.__post_init__ = _skip_validation
-        _skipping_depth += 1
-    try:
-        yield
-    finally:
-        with _skipping_lock:
-            _skipping_depth -= 1
-            if _skipping_depth == 0:
-                CSTNode.__post_init__ = _VALIDATE
 
 
 def syntax_error_diagnostic(display: str, text: str, error: cst.ParserSyntaxError) -> Diagnostic:
