@@ -25,6 +25,10 @@ from libcst.metadata import (
     PositionProvider,
     WhitespaceInclusivePositionProvider,
 )
+from libcst.metadata.position_provider import (
+    PositionProvidingCodegenState,
+    WhitespaceInclusivePositionProvidingCodegenState,
+)
 
 from torchdet_lint.core.traversal import child_fields, kept_node_types
 
@@ -45,6 +49,34 @@ _INDENT_OWNERS = (
 
 class _Unmappable(Exception):
     pass
+
+
+_STATES = {
+    PositionProvider: PositionProvidingCodegenState,
+    WhitespaceInclusivePositionProvider: WhitespaceInclusivePositionProvidingCodegenState,
+}
+
+
+def rendered_positions(module: cst.Module, provider) -> Tuple[Dict[cst.CSTNode, object], str]:
+    """Every node's range in `module` from one rendering, and the code rendered.
+
+    This is what `MetadataWrapper(module).resolve(provider)` computes, without what the
+    wrapper does next: once the provider is done it runs a batched visit for the batchable
+    providers, and with none left that visit still rebuilds the whole tree, checking every
+    node again (as much again as the rendering). The rendering's tokens are the module's
+    code, so it is not rendered a second time either. Where LibCST is laid out differently,
+    the wrapper does it."""
+    state_class = _STATES.get(provider)
+    if state_class is not None:
+        try:
+            found = provider()
+            state = state_class(default_indent=module.default_indent, default_newline=module.default_newline, provider=found)
+        except (TypeError, AttributeError):
+            state = None
+        if state is not None:
+            module._codegen(state)
+            return found._computed, "".join(state.tokens)
+    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(provider), module.code
 
 
 def _parent_map(module: cst.Module) -> Dict[int, cst.CSTNode]:
@@ -151,7 +183,7 @@ class LocalPositions:
     # -- the fallback: LibCST over the whole module ---------------------------------
     def _whole_range(self, node: cst.CSTNode, provider) -> Range:
         if provider not in self._whole:
-            self._whole[provider] = call_with_deep_stack(MetadataWrapper(self.module, unsafe_skip_copy=True).resolve, provider)
+            self._whole[provider] = call_with_deep_stack(rendered_positions, self.module, provider)[0]
         code_range = self._whole[provider][node]
         return code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
 
@@ -223,13 +255,12 @@ class LocalPositions:
                 default_newline=self.module.default_newline,
                 has_trailing_newline=True,
             )
-            positions = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(provider)
+            positions, code = rendered_positions(mini, provider)
             start = positions[statement].start
             if provider is WhitespaceInclusivePositionProvider:
                 # the inclusive range starts at the leading comments; anchor on the syntactic start
-                syntactic = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)[statement].start
-                start = syntactic
-            rendered = _NEWLINE_RE.split(mini.code)
+                start = rendered_positions(mini, PositionProvider)[0][statement].start
+            rendered = _NEWLINE_RE.split(code)
             self._local[key] = (positions, (start.line, start.column), rendered)
         positions, (statement_line, _), rendered = self._local[key]
         code_range = positions[node]
