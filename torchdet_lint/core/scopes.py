@@ -327,6 +327,7 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         # body); the bodies of the loops seen but not yet entered.
         self._blocks: List[Tuple[int, bool]] = [(0, False)]
         self._loop_bodies: Set[int] = set()
+        self._bound_clauses: Set[int] = set()  # comprehension clauses bound ahead of their element
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -1207,7 +1208,8 @@ class ScopeTracker(cst.BatchableCSTVisitor):
         self._dict_iteration(node.target, node.iter)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._bind_target(node.target, None)
+        if id(node) not in self._bound_clauses:
+            self._bind_target(node.target, None)
 
     def _dict_iteration(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for k, v in state_dict.items()`: the items of a dict of tensors without gradient have none."""
@@ -1219,10 +1221,13 @@ class ScopeTracker(cst.BatchableCSTVisitor):
 
     def _comprehension(self, node: cst.BaseComp) -> None:
         # The element (`dist.sample()` in `[dist.sample() for dist in probs]`) is visited before
-        # its `for` clauses: what their names iterate over is recorded first.
+        # its `for` clauses: what their names iterate over, and that they are bound (so the
+        # element never reads a binding made before the comprehension), are recorded first.
         clause: Optional[cst.CompFor] = node.for_in
         while clause is not None:
             self._iterated(clause.target, clause.iter)
+            self._bind_target(clause.target, None)
+            self._bound_clauses.add(id(clause))
             clause = clause.inner_for_in
 
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
