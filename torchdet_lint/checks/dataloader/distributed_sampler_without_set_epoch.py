@@ -26,8 +26,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     epoch stays 0 and every epoch sees the data in the same order (the
     sampler's own docstring warns about it).
 
-    Any `.set_epoch(` in the file on the sampler's name, or on an attribute
-    chain ending in `.sampler` (`loader.sampler.set_epoch(epoch)`), counts.
+    Any `.set_epoch(` in the file on the sampler's name, on an attribute
+    chain ending in `.sampler` (`loader.sampler.set_epoch(epoch)`), or on a
+    name bound to an object built from the sampler (`batches =
+    EpochBatches(sampler)` and `batches.set_epoch(epoch)`: a batch sampler that
+    wraps it and passes the epoch on; a wrapper with no sampler to pass the
+    epoch to would have no reason to take one), counts.
     The epoch loop often lives in another module than the loader's builder:
     a `.set_epoch(` in another file of
     the project counts for the samplers its receiver can be. That is a name
@@ -94,6 +98,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         self.escape_names: Dict[object, Set[str]] = {}
         self.returned_by: Dict[object, Set[str]] = {}
         self.loaders_of: Dict[object, List[int]] = {}  # sampler -> ids of the loader calls it is handed to
+        self.handed_to: Dict[object, List[int]] = {}  # sampler -> ids of the other calls it is handed to
         self.functions: List[str] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -145,6 +150,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if is_dataloader(qualified):
                     self.loaders_of.setdefault(key, []).append(id(node))
                 else:
+                    self.handed_to.setdefault(key, []).append(id(node))
                     names = self.escape_names.setdefault(key, set())
                     if isinstance(arg.value, cst.Name):
                         names.add(arg.value.value)
@@ -165,12 +171,21 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         names = set(self.escape_names.get(key, ()))
         if bound is not None and "." in bound:
             names.add(bound.rsplit(".", 1)[-1])  # `self.train_sampler = ...`
+        names.update(name.rsplit(".", 1)[-1] for name in self._wrappers(key))
         return names, set(self.returned_by.get(key, ()))
+
+    def _wrappers(self, key: object) -> Set[str]:
+        """The names bound to objects built from the sampler (`batches = EpochBatches(sampler)`):
+        they received it, and a `set_epoch` on them is passed on to it (a wrapper that had no
+        sampler to forward the epoch to would have no reason to take one)."""
+        return {self.bound[call] for call in self.handed_to.get(key, ()) if call in self.bound}
 
     def leave_Module(self, original_node: cst.Module) -> None:
         through_loader = any(name == "sampler" or name.endswith(".sampler") for name in self.set_epoch_on)
         for node, name in self.samplers:
             if through_loader or (name is not None and name in self.set_epoch_on):
+                continue
+            if name is not None and self._wrappers(name) & self.set_epoch_on:
                 continue
             subject = f"`{name}.set_epoch(epoch)`" if name else "its `set_epoch(epoch)`"
             key = name if name is not None else id(node)
