@@ -5,6 +5,7 @@ the file summaries' record of the operations an entry point reaches.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -470,15 +471,24 @@ def _implausible_dim(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and not -MAX_PLAUSIBLE_DIM < value < MAX_PLAUSIBLE_DIM
 
 
-def _possible(case: Case, no_grad: bool, on_cpu: bool, integer: bool = False) -> bool:
+def _possible(case: Case, no_grad: bool, on_cpu: bool, integer: bool = False, version: Optional[Tuple[int, int]] = None) -> bool:
     """A backward-only case cannot happen where no gradient flows, nor a CUDA-only one on a
     tensor visibly on the CPU (an unknown device is still CUDA), nor a floating-point one on a
-    tensor visibly of an integer or bool dtype (integer sums are exact in any order)."""
+    tensor visibly of an integer or bool dtype (integer sums are exact in any order), also where
+    the case is floating-point only from a version on and the target is that version or newer
+    (`histc`: "any dtype before 2.8, floating point from 2.8")."""
     if no_grad and case.phase == "backward":
         return False
     if integer and case.dtype.startswith("floating point"):
         return False
+    if integer and version is not None:
+        since = _FLOATING_POINT_FROM.search(case.dtype)
+        if since is not None and version >= (int(since.group(1)), int(since.group(2))):
+            return False
     return not (on_cpu and case.device.startswith("CUDA"))
+
+
+_FLOATING_POINT_FROM = re.compile(r"floating point from (\d+)\.(\d+)")
 
 
 # Methods and torch functions whose result has an integer or bool dtype whatever their input.
@@ -496,7 +506,8 @@ def _integer_valued(node: Optional[cst.BaseExpression], context, depth: int = 0)
     """A tensor expression visibly of an integer or bool dtype: a comparison (`positions == 0`),
     an integer cast (`.int()`, `.long()`, `.to(torch.int64)`), an index-valued result
     (`argmax`, `nonzero`, `randint`), a torch factory given an integer `dtype=`, what keeps
-    their dtype (`.view`, indexing), and a name bound to one of these in the function."""
+    their dtype (`.view`, indexing), a name bound to one of these in the function, and the
+    indices a (values, indices) result is unpacked into (`_, top = torch.topk(x, k)`)."""
     if node is None or depth > 6:
         return False
     kind = type(node)
@@ -505,6 +516,8 @@ def _integer_valued(node: Optional[cst.BaseExpression], context, depth: int = 0)
     if kind is cst.Subscript:
         return _integer_valued(node.value, context, depth + 1)
     if kind is cst.Name:
+        if context.scopes.bound_as_indices(node.value):
+            return True  # `_, experts = scores.topk(k)`: int64 indices
         values = context.scopes.values(node.value)
         return bool(values) and _integer_valued(values[-1], context, depth + 1)
     if kind is not cst.Call:
@@ -562,7 +575,7 @@ def _match_entry(
     for case in operation.cases:
         if form.cases is not None and case.id not in form.cases:
             continue
-        if not _possible(case, no_grad, on_cpu, integer):
+        if not _possible(case, no_grad, on_cpu, integer, None if operation.library else torch_version):
             continue
         truth = min(form_truth, evaluate_all(case.when, values))
         if truth is Truth.NO:

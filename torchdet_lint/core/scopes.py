@@ -233,6 +233,8 @@ class _Frame:
     # (name, binding) -> what is known of a value bound without an expression of its own: a part of
     # an unpacked tuple, what a loop over a DataLoader yields.
     part_states: Dict[Tuple[str, int], "TensorState"] = field(default_factory=dict)
+    # (name, binding) bound to the indices of a (values, indices) result: `_, top = x.topk(k)`.
+    index_parts: Set[Tuple[str, int]] = field(default_factory=set)
     serial: int = 0  # tells the frames of a walk apart
     autograd_function: bool = False  # a class: a `torch.autograd.Function` subclass
     lightning_module: bool = False  # a class: a `LightningModule` subclass (its step methods get batches)
@@ -260,6 +262,9 @@ _EMPTY_INIT_CONTEXTS = frozenset(
     }
 )
 # Values that are computed, not an alias of an existing tensor (`model(x)`, `a * b`).
+# Calls whose result is a (values, indices) pair; the second ones only when given a dimension.
+_PAIR_RESULTS = frozenset({"topk", "sort", "kthvalue", "mode", "cummax", "cummin"})
+_PAIR_RESULTS_WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
 _COMPUTED = frozenset({cst.Call, cst.BinaryOperation, cst.UnaryOperation})
 
 
@@ -1004,6 +1009,9 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 part = self._unpacked_state(value)
             for element in elements:
                 self._bind_target(element.value, None, part)
+            if len(elements) == 2 and type(elements[1].value) is cst.Name and self._values_and_indices(value):
+                name = elements[1].value.value
+                self.frames[-1].index_parts.add((name, len(self.frames[-1].names[name]) - 1))
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, part)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
@@ -1014,6 +1022,38 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             dotted = dotted_name(target)
             if dotted is not None:
                 self._bind(dotted, value)  # `args.seed = ...`, under its dotted name (never a plain name)
+
+    def _values_and_indices(self, value: Optional[cst.BaseExpression]) -> bool:
+        """A call that returns a (values, indices) pair: `topk`, `sort`, `kthvalue`, `mode`,
+        `cummax`, `cummin` always, and `max`, `min`, `median`, `nanmedian` given a dimension
+        (`torch.max(a, b)` is elementwise), as torch functions or as methods of an unknown value."""
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        qualified = self.resolver.qualified_name(func)
+        if qualified is not None:
+            if not qualified.startswith("torch.") or qualified.count(".") != 1:
+                return False
+            name, dim_at = qualified[len("torch.") :], 1
+        elif type(func) is cst.Attribute:
+            name, dim_at = func.attr.value, 0
+        else:
+            return False
+        if name in _PAIR_RESULTS:
+            return True
+        if name not in _PAIR_RESULTS_WITH_DIM:
+            return False
+        return any(arg.keyword is not None and arg.keyword.value == "dim" for arg in value.args) or (
+            len(value.args) > dim_at
+            and value.args[dim_at].keyword is None
+            and type(literal(value.args[dim_at].value)) is int  # `x.max(-1)`, not `torch.max(a, b)`
+        )
+
+    def bound_as_indices(self, name: str) -> bool:
+        """`name`'s last binding is the indices of a (values, indices) result: an int64 tensor."""
+        frame = self._function
+        values = frame.names.get(name)
+        return bool(values) and values[-1] is None and (name, len(values) - 1) in frame.index_parts
 
     def _unpacked_state(self, value: cst.BaseExpression, whole: bool = False) -> Optional[TensorState]:
         """What the parts of an unpacked value are (`whole`: what the value itself is): computed

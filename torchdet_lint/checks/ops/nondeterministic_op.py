@@ -86,8 +86,13 @@ class NondeterministicOp(FlagAware):
     an integer or bool dtype, whose sums are exact in any order: a
     comparison (`torch.cumsum((positions == 0).int(), 0)`), an integer cast
     (`.int()`, `.long()`, `.to(torch.int64)`), an index result (`argmax`,
-    `nonzero`, `randint`), a torch factory given an integer `dtype=`, what
-    keeps their dtype (`.view`, indexing) and a name bound to one of these.
+    `nonzero`, `randint`), the indices a (values, indices) result is
+    unpacked into (`_, top = scores.topk(k)`; `max`/`min`/`median` only when
+    given a dimension, since `torch.max(a, b)` is elementwise), a torch
+    factory given an integer `dtype=`, what keeps their dtype (`.view`,
+    indexing) and a name bound to one of these. A case that is
+    floating-point only from a version on (`histc`: any dtype before 2.8,
+    floating point from 2.8) is skipped on such a tensor from that version.
     An integer tensor the code does not show (`positions` itself) is taken
     for floating point. Tensor methods (`x.index_add_(...)`) are matched by
     name, only in files that import torch, only when the arguments fit the
