@@ -1379,6 +1379,19 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return narrowed[name] if self._binding_count(name) == counts[name] else None
         return None
 
+    def narrowed_parameters(self) -> List[Tuple[str, Tuple[Any, ...]]]:
+        """The enclosing function's parameters that the `if` tests around narrow, each with the
+        values it holds here (`dims` in the body of `elif dims == 3:`), when the parameter's own
+        binding is its only one so far: what it holds is what the caller passed."""
+        found: List[Tuple[str, Tuple[Any, ...]]] = []
+        function = self._function
+        for _, frame, narrowed, counts in self.narrowed_blocks:
+            if frame is function:
+                for name, held in narrowed.items():
+                    if name in function.params and counts[name] == 1 and self._binding_count(name) == 1:
+                        found.append((name, held))
+        return found
+
     # A one-line body (`if not x.is_cuda: return f(x)`) is guarded the same way.
     visit_SimpleStatementSuite = visit_IndentedBlock
     leave_SimpleStatementSuite = leave_IndentedBlock

@@ -33,6 +33,9 @@ from torchdet_lint.model.parameters import passed_parameter
 # [(value, raises)], "other": whether a value none of the probes equals raises}, one per argument
 # (each judged with the others unknown, so one argument ruling it out is enough).
 DECIDED_BY_CALLERS = "decided_by_what_callers_pass"
+# A call that runs only when a parameter holds some values (`elif dims == 3:` around it): the
+# (function key, parameter, values) of each such test; dropped when no caller passes one of them.
+RUNS_ONLY_WHEN = "runs_only_when_callers_pass"
 # Condition kinds whose answer for a literal depends only on which catalog value it equals (or on
 # its being None): a value is judged by the probe it equals, or by the "other" probe. A `length`
 # condition is probed with a `Sized` value of each length it names.
@@ -78,7 +81,18 @@ def _answer(decided: dict, value: Any) -> bool:
     return decided["other"]
 
 
+def _never_runs(project, diagnostic: Diagnostic) -> bool:
+    """The operation sits under a test of a parameter that no caller passes a value to pass."""
+    for key, name, held in diagnostic.extra.get(RUNS_ONLY_WHEN) or ():
+        values = parameter_values(project, diagnostic.path, key, name)
+        if values is not None and not any(same_value(value, wanted) for value in values for wanted in held):
+            return True
+    return False
+
+
 def _callers_rule_out(project, diagnostic: Diagnostic) -> bool:
+    if _never_runs(project, diagnostic):
+        return True
     for decided in diagnostic.extra.get(DECIDED_BY_CALLERS) or ():
         kind, owner, name = decided["source"]
         if kind == "param":
@@ -235,6 +249,18 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     callers rule the kernel out is enough (a padding helper's `mode` may be
     "reflect" while every `pad` it gets selects the deterministic 2-d
     kernel).
+
+    Code that runs only for some values: an operation under a test of a
+    parameter of a module-level function or of a class's `__init__` (`elif
+    dims == 3: return nn.AvgPool3d(...)`, any test the narrowing above reads)
+    runs only when a caller passes one of the values tested. When the
+    parameter's values over the project are visible (as above: defaults,
+    calls and constructions, followed through callers that pass their own
+    parameter on) and none of them is one of those, the operation never
+    runs and the finding is dropped (diffusion code's `avg_pool_nd(dims,
+    ...)` where every model is built 2-d). A truthiness test (`if
+    volumetric:`) is not read this way, nor a parameter rebound before the
+    test.
 
     Lengths count as values: a tuple or list display of computed elements
     passes its length (`F.pad(x, pad, mode)` in a helper every call of which
@@ -418,7 +444,11 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
 
     @classmethod
     def needs_project(cls, diagnostic: Diagnostic) -> bool:
-        return super().needs_project(diagnostic) or bool(diagnostic.extra.get(DECIDED_BY_CALLERS))
+        return (
+            super().needs_project(diagnostic)
+            or bool(diagnostic.extra.get(DECIDED_BY_CALLERS))
+            or bool(diagnostic.extra.get(RUNS_ONLY_WHEN))
+        )
 
     @classmethod
     def refine(cls, diagnostics: List[Diagnostic], project) -> List[Diagnostic]:
@@ -433,6 +463,7 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
         # The enclosing class and `def`s, outermost first: which summary function a call is in.
         self.definitions: List[Tuple[str, str]] = []
         self.decided_by_callers: dict = {}  # id of a call -> its `DECIDED_BY_CALLERS` value
+        self.runs_only_when: dict = {}  # id of a call -> its `RUNS_ONLY_WHEN` value
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.definitions.append(("class", node.name.value))
@@ -451,6 +482,9 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
         decided = self._decided_by_callers(node)
         if decided is not None:
             self.decided_by_callers[id(node)] = decided
+        guards = self._guards(node)
+        if guards:
+            self.runs_only_when[id(node)] = guards
         if not self._awaits_its_calls(node):
             super().visit_Call(node)
 
@@ -459,7 +493,26 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
         decided = self.decided_by_callers.get(id(node))
         if decided is not None:
             extra[DECIDED_BY_CALLERS] = decided
+        guards = self.runs_only_when.get(id(node))
+        if guards:
+            extra[RUNS_ONLY_WHEN] = guards
         return extra or None
+
+    def _guards(self, node: cst.Call) -> List[Tuple[str, str, Tuple[Any, ...]]]:
+        """The parameter tests a raising call runs under, in a module-level function or a class's
+        `__init__` (`elif dims == 3: return nn.AvgPool3d(...)`): what its callers pass decides
+        whether it runs at all."""
+        kinds = [kind for kind, _ in self.definitions]
+        if kinds == ["def"]:
+            key = self.definitions[0][1]
+        elif kinds == ["class", "def"] and self.definitions[1][1] == "__init__":
+            key = f"{self.definitions[0][1]}.__init__"
+        else:
+            return []
+        narrowed = self.context.scopes.narrowed_parameters()
+        if not narrowed or not any(m.behavior == RAISES for m in match_operations(self.context, node)):
+            return []
+        return [(key, name, held) for name, held in narrowed]
 
     def _raises(self, matches: List[OperationMatch]) -> bool:
         return any(m.behavior == RAISES and (self.context.strict or not m.strict_only) for m in matches)
