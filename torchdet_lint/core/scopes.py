@@ -261,10 +261,10 @@ _EMPTY_INIT_CONTEXTS = frozenset(
         "transformers.modeling_utils.no_init_weights",
     }
 )
-# Values that are computed, not an alias of an existing tensor (`model(x)`, `a * b`).
 # Calls whose result is a (values, indices) pair; the second ones only when given a dimension.
 _PAIR_RESULTS = frozenset({"topk", "sort", "kthvalue", "mode", "cummax", "cummin"})
 _PAIR_RESULTS_WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
+# Values that are computed, not an alias of an existing tensor (`model(x)`, `a * b`).
 _COMPUTED = frozenset({cst.Call, cst.BinaryOperation, cst.UnaryOperation})
 
 

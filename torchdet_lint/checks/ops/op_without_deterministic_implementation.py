@@ -82,7 +82,7 @@ def _answer(decided: dict, value: Any) -> bool:
 
 
 def _never_runs(project, diagnostic: Diagnostic) -> bool:
-    """The operation sits under a test of a parameter that no caller passes a value to pass."""
+    """The operation sits under a test of a parameter to which no caller passes a tested value."""
     for key, name, held in diagnostic.extra.get(RUNS_ONLY_WHEN) or ():
         values = parameter_values(project, diagnostic.path, key, name)
         if values is not None and not any(same_value(value, wanted) for value in values for wanted in held):
