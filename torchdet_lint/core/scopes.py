@@ -1252,12 +1252,15 @@ class ScopeTracker(cst.BatchableCSTVisitor):
             self._bind_target(node.target, None)
 
     def _dict_iteration(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
-        """`for k, v in state_dict.items()`: the items of a dict of tensors without gradient have none."""
+        """`for k, v in state_dict.items()`: the items of a dict of tensors without gradient have none,
+        and the items of a checkpoint dict `torch.load` read are tensors read from the file (on the
+        CPU when it was loaded there). `torch.load`'s own result is not `plain` because it may be a
+        pickled module; a loop over a dict's items that resizes them handles tensors."""
         if type(iterable) is cst.Call and type(iterable.func) is cst.Attribute and not iterable.args:
             if iterable.func.attr.value in _DICT_ITERATION:
                 state = self.tensor_state(iterable.func.value)
-                if state.plain and state.no_grad:
-                    self._mark_parts(target, state)
+                if state.no_grad:
+                    self._mark_parts(target, replace(state, plain=True))
 
     def _comprehension(self, node: cst.BaseComp) -> None:
         # The element (`dist.sample()` in `[dist.sample() for dist in probs]`) is visited before

@@ -215,7 +215,9 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     pickled module
     that `torch.load` returns has parameters: an attribute of a
     `torch.load` result is not taken to be without gradient (its items
-    are).
+    are, and so is what a `for` loop over its `.items()` or `.values()`
+    yields: a loop that resizes a checkpoint's mismatched position tables
+    while loading weights handles tensors).
 
     Narrowing by tests: inside `if mode == "nearest":` (also `mode in
     ("nearest", "area")`, `elif`, `"nearest" == mode`, an `and` of tests, an
