@@ -70,7 +70,8 @@ class UnorderedFileListing(Rule):
     it, `list(...)`, a list it is added to with `+=` or `.extend(...)`, as
     yolov5 gathers `f += glob.glob(...)`): it counts as sorted when what it flows into reaches
     `sorted(...)` / `.sort()`, and as order-free when it only reaches `len`,
-    `set`, `in`, `any`, `all`, `max`, `min` or `sum`; those are not reported.
+    `set` (a set comprehension too: `{f.stem for f in root.iterdir()}`), `in`,
+    `any`, `all`, `max`, `min` or `sum`; those are not reported.
 
     ## Fix safety
     Safe: wraps the listing in `sorted(...)` (`sorted(..., key=lambda entry:
@@ -240,6 +241,13 @@ class UnorderedFileListing(Rule):
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         self.no_fix.add(id(node.item))
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        # `{f.stem for f in root.iterdir()}` builds a set, as `set(...)` does: no order survives.
+        self.enclosing.append("order-free")
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self.enclosing.pop()
 
     def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
         self.enclosing.append("order-free" if isinstance(node.operator, (cst.In, cst.NotIn)) else "other")
