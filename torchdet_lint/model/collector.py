@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Container, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -129,7 +129,7 @@ from torchdet_lint.model.processes import (
     process_start,
     sets_spawn_start,
 )
-from torchdet_lint.model.scan import ast_anchors, function_spans
+from torchdet_lint.model.scan import ast_anchors, function_spans, names_bound_in
 from torchdet_lint.model.summary import (
     LAMBDA_KEY,
     MAIN_KEY,
@@ -149,10 +149,21 @@ from torchdet_lint.model.summary import (
     Site,
     Spawn,
     WorkerFunction,
+    epoch_receivers_bound_elsewhere,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchdet_lint.core.context import FileContext
+
+
+class _EveryName:
+    """The container that holds every name (`_star_bound` of a file without a first-party star import)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+_EVERY_NAME = _EveryName()
 
 # A file that mentions none of these (nor what the rules declare, `BaseRule.prefilter_words`)
 # holds no summary fact and no finding of any file rule, so it is never parsed (the byte scan
@@ -297,6 +308,8 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         ] = []
         self.makers = Makers(context.scopes, context.first_party)
         self.attribute_calls: List[Tuple[FunctionSummary, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
+        self.bound_to: Dict[str, Set[str]] = {}  # name -> the calls any function of the file binds it to
+        self.star_bound: Optional[Tuple[int, Container[str]]] = None  # see `_star_bound`
         self.runs_tests = False  # the main block calls a test runner
         self.test_runner: Optional[Tuple[Site, str]] = None  # its first call, and how it is spelled
         self.module_locals: Dict[str, str] = {}  # names bound to `importlib.import_module("pkg.mod")`
@@ -994,7 +1007,21 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             return "." + dotted
         if head in self.summary.aliases and self.resolver.lookup(head) is None:
             return self.summary.aliases[head] + ("." + rest if rest else "")
+        if self.resolver.star_imports and head not in self._star_bound():
+            # `from utils import *` (a sibling module of a script), then `ReplayBuffer()`: a name the
+            # file never binds comes from the star import; the project phase looks it up there.
+            return "." + dotted
         return None
+
+    def _star_bound(self) -> Container[str]:
+        """The names the file binds anywhere, once it star-imports a module of the project;
+        every name (nothing comes from a star import) otherwise."""
+        imports = len(self.resolver.star_imports)
+        if self.star_bound is None or self.star_bound[0] != imports:
+            tree = self.context.python_tree()
+            first_party = any(self._first_party(module) for module in self.resolver.star_imports)
+            self.star_bound = (imports, names_bound_in(tree) if first_party and tree is not None else _EVERY_NAME)
+        return self.star_bound[1]
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns_seen += 1
@@ -1024,6 +1051,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                         called = named or (DYNAMIC + kind if kind in (NAMED, CONFIG) else called)
                     if called:
                         self.keys[-1][3][target.value] = called
+                        self.bound_to.setdefault(target.value, set()).add(called)
                     if called == "functools.partial" and value.args and self._at_module_level():
                         bound = value.args[0].value
                         inner = self._target(bound) if type(bound) in (cst.Name, cst.Attribute) else None
@@ -2188,6 +2216,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
     # -- the end: offsets the project fixes need ------------------------------------------------------
     def finish(self) -> None:
         self._decide_raising()
+        epoch_receivers_bound_elsewhere(self.summary, self.bound_to)
         self._handed_on()
         self._dispatch()
         summary = self.summary

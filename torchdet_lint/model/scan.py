@@ -40,6 +40,7 @@ from torchdet_lint.model.summary import (
     FixAnchors,
     HeaderImport,
     Site,
+    epoch_receivers_bound_elsewhere,
 )
 
 
@@ -65,6 +66,28 @@ def empty_summary(path: str, module_name: Optional[str], text: str, first_party:
     except RecursionError:
         pass
     return summary
+
+
+def names_bound_in(tree: ast.Module) -> Set[str]:
+    """Every name the file binds anywhere: assigned, deleted, a parameter, a definition, an import,
+    a `global`/`nonlocal` declaration. A name used and never bound comes from a star import."""
+    names: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".", 1)[0] for alias in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+    return names
 
 
 def _ast_tree(text: str) -> Optional[ast.Module]:
@@ -167,6 +190,9 @@ class _AstScanner:
         self.text = text
         self.first_party = first_party
         self.attribute_calls: List[Tuple[object, str, Set[str]]] = []  # method calls on values, for `args.func(...)`
+        self.bound_to: Dict[str, Set[str]] = {}  # name -> the calls any function of the file binds it to
+        # The names the file binds, when it star-imports a module of the project (None otherwise).
+        self.star_bound: Optional[Set[str]] = None
         self.runs_tests = False
         self.test_runner: Optional[Tuple[Site, str]] = None  # the main block's first test runner call
         self.bindings: Dict[str, str] = {}
@@ -192,6 +218,8 @@ class _AstScanner:
             for node in _module_level(tree.body)
             if isinstance(node, ast.ImportFrom) and node.names[0].name == "*"
         ]
+        if any(self._first_party(module) for module in summary.star_imports):
+            self.star_bound = names_bound_in(tree)
         for statement in tree.body:
             self._bind_module_level(statement)
         summary.exports = {k: canonical(v) for k, v in self.bindings.items()}
@@ -263,6 +291,8 @@ class _AstScanner:
             return ".".join([self.summary.aliases[head], *parts[1:]])
         if head in self.bindings:
             return canonical(".".join([self.bindings[head], *parts[1:]]))
+        if self.star_bound is not None and head not in self.star_bound:
+            return "." + dotted  # from a star import: looked up in the imported modules (`FileSummary.star_imports`)
         return None
 
     def _statement(self, statement: ast.stmt, key: str, class_name: Optional[str]) -> None:
@@ -375,6 +405,7 @@ class _AstScanner:
                 self.test_runner = (Site(call.lineno, ""), ast.unparse(func))
 
     def finish(self) -> None:
+        epoch_receivers_bound_elsewhere(self.summary, self.bound_to)
         handlers = {name[len(SET_DEFAULTS) : -1] for name in self.summary.registries if name.startswith(SET_DEFAULTS)}
         for function, attribute, seen in self.attribute_calls if handlers else ():
             if attribute in handlers:
@@ -562,6 +593,7 @@ class _AstScanner:
                     called = self._typed_method(built.func, types, class_name)  # `trainer = cfg.build()`
                 if called:
                     types[child.targets[0].id] = called
+                    self.bound_to.setdefault(child.targets[0].id, set()).add(called)
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
                 values.setdefault(child.targets[0].id, []).append(child.value)
             elif isinstance(child, ast.Return) and key not in (MODULE_KEY, MAIN_KEY):

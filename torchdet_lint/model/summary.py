@@ -352,7 +352,8 @@ class FileSummary:
     # Function key -> (first line, last line), in files with findings: which code a finding is in.
     spans: Dict[str, Tuple[int, int]] = field(default_factory=dict)
     # The receivers of `.set_epoch(` calls, as written (`sampler`, `loader.sampler`), with the call target
-    # the receiver's first name was bound from in that function ("" when none): TDL105 across files.
+    # the receiver's first name was bound from in that function ("" when none; see
+    # `epoch_receivers_bound_elsewhere`): TDL105 across files.
     set_epoch: List[Tuple[str, str]] = field(default_factory=list)
     # Checkpoints, optimizer loads, RNG state reads, loader generators, reseeding loops (TDL008).
     resume: Optional["ResumeFacts"] = None
@@ -380,3 +381,17 @@ class FileSummary:
     @property
     def defined(self) -> Set[str]:
         return set(self.functions) | set(self.classes)
+
+
+def epoch_receivers_bound_elsewhere(summary: FileSummary, bound_to: Dict[str, Set[str]]) -> None:
+    """A `set_epoch` receiver its own function does not bind from a call (`loader_train, loader_eval
+    = create_loaders(args)`, then `loader_train.sampler.set_epoch(epoch)`) takes the calls its first
+    name is bound to in the file's other functions (`loader_train = create_loader(...)` in
+    `create_loaders`): TDL105 matches names across files, and a name the same file binds to a
+    loader factory is that factory's loader far more often than not."""
+    for receiver, origin in list(summary.set_epoch):
+        if origin:
+            continue
+        for called in sorted(bound_to.get(receiver.split(".", 1)[0], ())):
+            if (receiver, called) not in summary.set_epoch:
+                summary.set_epoch.append((receiver, called))

@@ -44,6 +44,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     (`data_loader_train.sampler.set_epoch(epoch)` in `main.py` for the
     loader that `data/build.py` binds to `data_loader_train` and returns):
     the training loader's call does not tell the validation loader's sampler.
+    A receiver that its own function does not bind from a call
+    (`loader_train, loader_eval = create_loaders(args)`, then
+    `loader_train.sampler.set_epoch(epoch)`) stands for the calls the same
+    file binds that name to elsewhere (`loader_train = create_loader(...)` in
+    `create_loaders`).
 
     ## Known problems
     Names are matched, not followed: another file's receiver of the same
