@@ -612,8 +612,10 @@ class ScopeTracker(cst.BatchableCSTVisitor):
                 return None
             qualified = self.resolver.qualified_name(func)
             if qualified is None:  # a method of what the expression computes
-                if func.attr.value in _NEUTRAL_METHODS:
-                    inputs = []  # sizes and dimensions (`.view(1, heads, h, w)`)
+                if func.attr.value in _NEUTRAL_METHODS or func.attr.value in _MOVING_METHODS or func.attr.value == "cpu":
+                    # Sizes and dimensions (`.view(1, heads, h, w)`), devices and dtypes (`.to(device)`;
+                    # `.to(other)` takes only other's device and dtype): no gradient comes from them.
+                    inputs = []
                 return self._union_parameters([func.value, *inputs], depth, before)
         elif type(func) is cst.Name:
             qualified = self.resolver.qualified_name(func)

@@ -201,7 +201,9 @@ class OpWithoutDeterministicImplementation(ReportedWhereCalled):
     parameters (`posemb` in `F.interpolate(posemb.permute(0, 3, 1, 2), ...)`;
     through indexing, attributes, methods, operators, and torch, library or
     this file's plain functions of them: no module call, no `self`, no
-    global), the project's calls of the function decide: the finding is
+    global; the device or dtype that `.to(...)`, `.cuda(...)` or a cast
+    takes brings none, `.to(other)` included, which copies only other's
+    device and dtype), the project's calls of the function decide: the finding is
     silent when every call passes those parameters values without gradient
     (the values above; a parameter left to its default counts as one),
     runs where no gradient flows, or passes a parameter of its own caller
