@@ -97,7 +97,11 @@ class CheckpointWithoutRngState(ProjectRule):
     it (in the dict or beside it), or calls a first-party helper that reads it
     (a helper reading a generator's state saves the generators passed to it).
     Reported at the `torch.save(...)` call; the message names the missing
-    states and the resume site (the optimizer's `load_state_dict`). A
+    states and the resume site (the optimizer's `load_state_dict`). A loader
+    generator that the saving function cannot name (a loader built in a
+    helper, `build_loader()`, whose generator lives there) is named with the
+    function that builds it, and no fix is offered: the generator, or its
+    loader, must first be handed to the code that saves. A
     function started in a new process (`mp.spawn(train, ...)`, a spawned
     entry point) is a run of its own: the states it needs are what it reaches.
 
@@ -311,7 +315,10 @@ class CheckpointWithoutRngState(ProjectRule):
             path, load = loads[0]
             where = project.where(Located(path, Site(load.line, "")))
             named = {state: state[len(GENERATOR) :] for state in missing if state.startswith(GENERATOR)}
-            words = [f"the loader generator `{named[state]}`" if state in named else WORDS[state] for state in missing]
+            words = [
+                self._generator_words(analysis, display, site, state, named[state]) if state in named else WORDS[state]
+                for state in missing
+            ]
             reads = [f"`{named[state]}.get_state()`" if state in named else f"`{READS[state]}`" for state in missing]
             saved = f"checkpoint saved through `{site.through.spelling}`" if site.through is not None else "checkpoint"
             holds = f"{saved} with the optimizer state"
@@ -337,6 +344,22 @@ class CheckpointWithoutRngState(ProjectRule):
                 message += f"; no fix offered: {fixer.withheld}"
             yield project.span_diagnostic(display, site, self.code, self.name, message, fix)
 
+    @staticmethod
+    def _generator_words(analysis: "_Analysis", display: str, site: CheckpointSite, state: str, name: str) -> str:
+        """`the loader generator `g``, or, for one the save's function does not bind (a loader built in
+        a helper: `loader.generator` of `create_loader`'s `loader`), where that loader is built."""
+        root = name.split(".")[0]
+        if root in site.bound or root in analysis.resume[display].module_names:
+            return f"the loader generator `{name}`"
+        places = sorted(
+            f"`{key}` ({where})" if where != display else f"`{key}`"
+            for where, key in analysis.generator_origins.get(state, ())
+            if (where, key) != (display, site.key)
+        )
+        if not places:
+            return f"the loader generator `{name}`"
+        return f"the loader generator `{name}` (built in {_join(places[:2])}, out of this function's reach)"
+
 
 def _helper_kind(state: str) -> str:
     return "generators" if state.startswith(GENERATOR) else state
@@ -353,6 +376,9 @@ class _Analysis:
         self.entries: List[EntryPoint] = project.runs
         self._nodes: Dict[int, Set[Node]] = {}
         self.savers: Dict[int, List[Node]] = {}  # id of a checkpoint handed to a first-party function -> the savers
+        # A loader generator's state -> the functions that name it so (`loader.generator` is the loader
+        # that `create_loader` binds to `loader`): where a save that cannot name it must look.
+        self.generator_origins: Dict[str, Set[Node]] = {}
 
     def nodes(self, entry: EntryPoint) -> Set[Node]:
         found = self._nodes.get(id(entry))
@@ -395,7 +421,9 @@ class _Analysis:
                 facts = self.resume.get(display)
                 if facts is None:
                     continue
-                generators.extend(GENERATOR + name for name in facts.loader_generators.get(key, ()))
+                for name in facts.loader_generators.get(key, ()):
+                    generators.append(GENERATOR + name)
+                    self.generator_origins.setdefault(GENERATOR + name, set()).add((display, key))
                 for token in facts.loop_seeds.get(key, ()):
                     if token.startswith(CALL):
                         reseeded.update(self._seeded_by(display, token[len(CALL) :]))
@@ -552,8 +580,13 @@ class _Fixer:
         def named(name: str, bound: List[str]) -> bool:
             return name.split(".")[0] in bound or name.split(".")[0] in module_names
 
-        if not all(named(name, site.bound) for name in generators):
-            return None  # a generator the save cannot name
+        unnamed = [name for name in generators if not named(name, site.bound)]
+        if unnamed:
+            self.withheld = (
+                f"this function cannot name {_join([f'`{name}`' for name in unnamed])}: "
+                "hand it (or its loader) to the code that saves the checkpoint"
+            )
+            return None
         # Generators a loader gets from TDL101/TDL104's fix (None until then): passed where both ends name them.
         optional = [
             name
