@@ -225,6 +225,33 @@ def test_with_no_marker_a_loose_file_is_a_project_of_its_own_directory(tmp_path:
     assert timings["context_files"] == 0
 
 
+def test_with_no_marker_a_package_file_belongs_to_the_tree_its_imports_start_from(tmp_path: Path) -> None:
+    """An archive of a repository or an unpacked wheel has no marker. A script inside a package
+    chain (`pkg/scripts/train.py`, imported as `pkg.scripts.train`) belongs to the directory above
+    the outermost package, from where its `from pkg.utils.seed import fix_seed` resolves: named
+    alone it reports what the whole tree reports for it (before, its own directory was the project,
+    the helper was out of sight, and the seeded script got TDL001-003). Nothing above that
+    directory is read."""
+    folder = tmp_path / "downloads"
+    archive = folder / "archive"
+    for package in ("pkg", "pkg/utils", "pkg/scripts"):
+        (archive / package).mkdir(parents=True)
+        (archive / package / "__init__.py").write_text("", encoding="utf-8")
+    (archive / "pkg" / "utils" / "seed.py").write_text(SEED_HELPER, encoding="utf-8")
+    (archive / "pkg" / "scripts" / "train.py").write_text(TRAIN.replace("from utils.seed", "from pkg.utils.seed"), encoding="utf-8")
+    (archive / "pkg" / "scripts" / "train2.py").write_text(UNSEEDED.replace("from utils.seed", "from pkg.utils.seed"), encoding="utf-8")
+    (folder / "other").mkdir()
+    (folder / "other" / "model.py").write_text("import torch\n\ndef f(:\n", encoding="utf-8")  # broken on purpose
+    whole = _json(".", cwd=archive)
+    assert _codes(whole, "pkg/scripts/train.py") == [] and _codes(whole, "pkg/scripts/train2.py") == SEED_CODES
+    assert _json("pkg/scripts/train.py", cwd=archive) == []
+    assert _json("train.py", cwd=archive / "pkg" / "scripts") == []
+    diagnostics, touched, _ = _audited_run(folder, archive, "pkg/scripts/train2.py")
+    assert _codes(diagnostics, "pkg/scripts/train2.py") == SEED_CODES
+    assert "archive/pkg/utils/seed.py" in touched
+    assert [path for path in touched if path != "archive" and not path.startswith("archive/")] == []
+
+
 def test_a_config_outside_the_project_names_settings_not_a_root(tmp_path: Path) -> None:
     """`--config ../alt.toml .` from inside a project made the config's folder the project
     root: every file below it analysed (1,852 unrelated ones, 30 s instead of 0.8 s) and a

@@ -36,6 +36,14 @@ def _holds_marker(directory: Path, has: Callable[[str], bool]) -> bool:
     return any(has(marker) for marker in PROJECT_MARKERS if marker != "setup.py") or (has("setup.py") and not has("__init__.py"))
 
 
+def _above_packages(directory: Path) -> Path:
+    """`directory`, or, when it is a package (it holds `__init__.py`), the directory above the
+    outermost package of its chain."""
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        directory = directory.parent
+    return directory
+
+
 @dataclass
 class ProjectScope:
     """One project of a run: its root, settings, every file, and which of them were named."""
@@ -151,9 +159,12 @@ class Workspace:
         marked = self._nearest_marker_directory(directory)
         if marked is not None:
             return marked, config
-        # No marker: the file's own directory. The working directory is where a command is run
-        # from (a folder of many checkouts, home): one loose script walked every tree below it.
-        return directory, config
+        # No marker (an archive of a repository, an unpacked wheel): the directory above the
+        # outermost package that holds the files, from where Python imports them
+        # (`domainbed/scripts/train.py` is `domainbed.scripts.train`), else their own directory.
+        # Never the working directory: it is where a command is run from (a folder of many
+        # checkouts, home), and one loose script walked every tree below it.
+        return _above_packages(directory), config
 
     def scope_for(self, directory: Path) -> ProjectScope:
         root, config = self.root_for(directory)
