@@ -1014,7 +1014,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         return None
 
     def _star_bound(self) -> Container[str]:
-        """The names the file binds anywhere, once it star-imports a module of the project;
+        """The names the file binds anywhere and the builtins, once it star-imports a module of the project;
         every name (nothing comes from a star import) otherwise."""
         imports = len(self.resolver.star_imports)
         if self.star_bound is None or self.star_bound[0] != imports:

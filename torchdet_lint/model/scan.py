@@ -6,6 +6,7 @@ file, the fix anchors the project rules insert at (the project phase has no CST)
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -69,9 +70,10 @@ def empty_summary(path: str, module_name: Optional[str], text: str, first_party:
 
 
 def names_bound_in(tree: ast.Module) -> Set[str]:
-    """Every name the file binds anywhere: assigned, deleted, a parameter, a definition, an import,
-    a `global`/`nonlocal` declaration. A name used and never bound comes from a star import."""
-    names: Set[str] = set()
+    """Every name the file binds anywhere (assigned, deleted, a parameter, a definition, an import,
+    a `global`/`nonlocal` declaration), and Python's builtins. Any other name it uses comes from a
+    star import."""
+    names: Set[str] = set(dir(builtins))
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names.add(node.id)
