@@ -238,8 +238,8 @@ def test_with_no_marker_a_package_file_belongs_to_the_tree_its_imports_start_fro
         (archive / package).mkdir(parents=True)
         (archive / package / "__init__.py").write_text("", encoding="utf-8")
     (archive / "pkg" / "utils" / "seed.py").write_text(SEED_HELPER, encoding="utf-8")
-    (archive / "pkg" / "scripts" / "train.py").write_text(TRAIN.replace("from utils.seed", "from pkg.utils.seed"), encoding="utf-8")
-    (archive / "pkg" / "scripts" / "train2.py").write_text(UNSEEDED.replace("from utils.seed", "from pkg.utils.seed"), encoding="utf-8")
+    for name, text in (("train.py", TRAIN), ("train2.py", UNSEEDED)):
+        (archive / "pkg" / "scripts" / name).write_text(text.replace("from utils.seed", "from pkg.utils.seed"), encoding="utf-8")
     (folder / "other").mkdir()
     (folder / "other" / "model.py").write_text("import torch\n\ndef f(:\n", encoding="utf-8")  # broken on purpose
     whole = _json(".", cwd=archive)
