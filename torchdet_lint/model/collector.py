@@ -1018,9 +1018,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         every name (nothing comes from a star import) otherwise."""
         imports = len(self.resolver.star_imports)
         if self.star_bound is None or self.star_bound[0] != imports:
-            tree = self.context.python_tree()
             first_party = any(self._first_party(module) for module in self.resolver.star_imports)
-            self.star_bound = (imports, names_bound_in(tree) if first_party and tree is not None else _EVERY_NAME)
+            tree = self.context.python_tree() if first_party else None  # `from torch.nn import *` needs no names
+            self.star_bound = (imports, names_bound_in(tree) if tree is not None else _EVERY_NAME)
         return self.star_bound[1]
 
     def visit_Assign(self, node: cst.Assign) -> None:
