@@ -12,6 +12,7 @@ from typing import Dict, List, Set, Tuple
 import libcst as cst
 import pytest
 from conftest import FIXTURES
+from libcst.metadata import MetadataWrapper
 
 from torchdet_lint.core.catalog import (
     DETERMINISTIC_ALTERNATIVE,
@@ -265,7 +266,7 @@ def _matches(source: str, version=(2, 13), catalog=None, libraries=None) -> List
         "t.py", source, cst.parse_module(source), Settings(select=("TDL301",)), version, library_versions=libraries
     )
     recorder = _Recorder(context, catalog)
-    context.wrapper.visit_batched([context.resolver, context.scopes, recorder])
+    MetadataWrapper(context.module, unsafe_skip_copy=True).visit_batched([context.resolver, context.scopes, recorder])
     return recorder.found
 
 

@@ -401,7 +401,7 @@ class CompileAutotuning(Rule):
                 return
             finding = self._record(node, f"`{setting.env}=1`", [setting.name], False)
             if finding is not None:
-                finding.environ = self.context.module.code_for_node(receiver)
+                finding.environ = self.context.code_of(receiver)
                 finding.before_torch = before_torch and not self.frames
 
     # -- reports --------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from torchdet_lint.core.diagnostics import Diagnostic, Edit, Fix, FixBuilder
 from torchdet_lint.core.import_header import ImportHeader, import_header
@@ -20,6 +19,7 @@ from torchdet_lint.core.positions import LocalPositions, call_with_deep_stack
 from torchdet_lint.core.scopes import ScopeTracker
 from torchdet_lint.core.settings import Settings
 from torchdet_lint.core.source import LineIndex, PythonTree, block_top_line
+from torchdet_lint.core.traversal import sub_nodes
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -45,6 +45,7 @@ class FileContext:
         module_name: Optional[str] = None,
         is_package: bool = False,
         first_party: frozenset = frozenset(),
+        tree_positions: Any = None,
     ) -> None:
         self.path = path
         self.text = text
@@ -54,7 +55,9 @@ class FileContext:
         self.library_versions = library_versions or {}
         self.module_name = module_name
         self.first_party = first_party
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        # Set when `module` was built from Python's `ast` (engine/ast_tree.py): its positions,
+        # and the questions only LibCST's own tree answers (a fix's text) raise `NeedsLibCST`.
+        self.tree_positions = tree_positions
         self.resolver = NameResolver(module_name, is_package)
         self.scopes = ScopeTracker(self.resolver)
         self.imports_torch = bool(_IMPORTS_TORCH_RE.search(text))
@@ -128,8 +131,45 @@ class FileContext:
     @property
     def positions(self) -> LocalPositions:
         if self._positions is None:
-            self._positions = LocalPositions(self.module, self.lines, self.python_tree)
+            if self.tree_positions is not None:
+                self._positions = self.tree_positions
+            else:
+                self._positions = LocalPositions(self.module, self.lines, self.python_tree)
         return self._positions
+
+    def code_of(self, node: cst.CSTNode) -> str:
+        """The node as written in the file, its parentheses included (`module.code_for_node`)."""
+        if self.tree_positions is not None:
+            if self.tree_positions.is_built(node):
+                return self.tree_positions.code(node)
+            self._written_only(node)
+        return self.module.code_for_node(node)
+
+    def needs_layout(self, what: str) -> None:
+        """Code written back into the file is LibCST's to render: an `ast`-built tree has no layout."""
+        if self.tree_positions is not None:
+            self.tree_positions.need(what)
+
+    def written(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The node as written in the file, whitespace and comments included: what a fix's new
+        code is built from. The node itself on LibCST's tree; on the `ast`-built tree, LibCST's
+        parse of its statement gives it."""
+        if self.tree_positions is None:
+            return node
+        return self.tree_positions.written(node)
+
+    def _written_only(self, new: cst.CSTNode) -> None:
+        """A fix's new code renders as written only when it is made of `written` nodes (or new
+        ones): a node of the `ast`-built tree in it would lose its layout."""
+        positions = self.tree_positions
+        if positions is None:
+            return
+        stack = [new]
+        while stack:
+            current = stack.pop()
+            if positions.is_built(current):
+                positions.need("a fix made of the ast-built tree (use `context.written`)")
+            stack.extend(sub_nodes(current))
 
     def node_range(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:
         """(line, column, end_line, end_column), lines 1-based, columns 0-based."""
@@ -200,6 +240,8 @@ class FileContext:
     def build_fix(self, builder: FixBuilder) -> Fix:
         edits: List[Edit] = []
         for old, new in builder.replacements:
+            if isinstance(new, cst.CSTNode):
+                self._written_only(new)
             start, end = self._inclusive_offsets(old)
             if isinstance(new, str):
                 content = new
@@ -247,6 +289,7 @@ class FileContext:
         relative to the indentation of the block around it, which `module.code_for_node`
         alone leaves out: an edited call spread over lines in a method would lose its
         indentation. Rendered inside a block with that indentation instead."""
+        self._written_only(new)
         code = call_with_deep_stack(self.module.code_for_node, new)
         if "\n" not in code and "\r" not in code:
             return code

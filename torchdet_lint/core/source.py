@@ -85,6 +85,10 @@ class PythonTree:
         self.text = text
         self._tree: object = self._NOT_PARSED
 
+    def share(self, tree: ast.Module) -> None:
+        """The parse already made by the caller."""
+        self._tree = tree
+
     def __call__(self) -> Optional[ast.Module]:
         if self._tree is self._NOT_PARSED:
             try:

@@ -5,6 +5,7 @@ traversal; a file that cannot be parsed is one TDL000 diagnostic.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import gc
@@ -21,8 +22,9 @@ from torchdet_lint.core.context import FileContext
 from torchdet_lint.core.diagnostics import Diagnostic, error_diagnostic
 from torchdet_lint.core.names import forget_keyword_dicts
 from torchdet_lint.core.settings import Settings
-from torchdet_lint.core.source import SourceText, python_ast
+from torchdet_lint.core.source import LineIndex, SourceText, python_ast
 from torchdet_lint.core.traversal import BatchedWalker
+from torchdet_lint.engine.ast_tree import AstPositions, NeedsLibCST, ast_shaped_module
 from torchdet_lint.engine.parser_nodes import parser_nodes
 from torchdet_lint.engine.suppressions import apply_suppressions, file_exempt
 from torchdet_lint.model.collector import SUMMARY_WORDS, SummaryCollector
@@ -234,6 +236,19 @@ def _check_parsed(
     is_package: bool,
     result: FileResult,
 ) -> FileResult:
+    # The analysis first runs on the tree built from Python's own parse (engine/ast_tree.py),
+    # a tenth of LibCST's parse; a file it cannot answer for (a fix to write, syntax it does not
+    # build, a position it cannot place) is analysed again on LibCST's tree, from scratch.
+    if not _may_nest_deeply(text):
+        try:
+            python_tree = python_ast(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            python_tree = None  # LibCST's parse says what is wrong (or reads syntax this Python does not)
+        if python_tree is not None:
+            fast = _check_ast_built(text, python_tree, display, options, module_name, is_package)
+            if fast is not None:
+                result.diagnostics, result.summary, result.parsed = fast.diagnostics, fast.summary, fast.parsed
+                return result
     try:
         module = parse(text)
     except cst.ParserSyntaxError as error:
@@ -252,6 +267,44 @@ def _check_parsed(
         # the walk allocates in arenas of its own: handed back, the walk and Python's `ast` of
         # the file (for positions) no longer stack on top of the parse's peak.
         release_freed_memory()
+    return _analyse(text, module, display, options, module_name, is_package, result)
+
+
+def _check_ast_built(
+    text: str,
+    python_tree: ast.Module,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str],
+    is_package: bool,
+) -> Optional[FileResult]:
+    """The analysis on the tree built from Python's parse; None when it needs LibCST's."""
+    lines = LineIndex(text)
+    try:
+        with parser_nodes(len(text)):
+            module, positions = ast_shaped_module(text, python_tree, lines)
+    except (NeedsLibCST, RecursionError):
+        return None
+    result = FileResult(display)
+    try:
+        _analyse(text, module, display, options, module_name, is_package, result, positions, python_tree, lines)
+    except NeedsLibCST:
+        return None
+    return None if positions.needs_libcst else result
+
+
+def _analyse(
+    text: str,
+    module: cst.Module,
+    display: str,
+    options: RunOptions,
+    module_name: Optional[str],
+    is_package: bool,
+    result: FileResult,
+    tree_positions: Optional[AstPositions] = None,
+    python_tree: Optional[ast.Module] = None,
+    lines: Optional[LineIndex] = None,
+) -> FileResult:
     context = FileContext(
         display,
         text,
@@ -262,7 +315,12 @@ def _check_parsed(
         module_name=module_name,
         is_package=is_package,
         first_party=options.first_party,
+        tree_positions=tree_positions,
     )
+    if python_tree is not None:
+        context.python_tree.share(python_tree)
+    if lines is not None:
+        context.lines = lines
     collector = SummaryCollector(context)
     # The facts the rules declare (`BaseRule.collectors`), each None when the text cannot hold them.
     facts = [found for found in (kind.for_file(context, collector) for kind in fact_collectors()) if found is not None]

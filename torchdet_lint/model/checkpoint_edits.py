@@ -31,7 +31,7 @@ class EntryEdit:
 
 
 def _code(context: "FileContext", node: cst.CSTNode) -> str:
-    return context.module.code_for_node(node).strip()
+    return context.code_of(node).strip()
 
 
 def _elements(display: cst.BaseExpression) -> List[Any]:
@@ -43,7 +43,7 @@ def exploded(context: "FileContext", display: cst.BaseExpression, entry: str, in
     """The dict display (or `dict(...)` call) one entry per line (with a trailing comma), `entry` last."""
     inner = indent + context.module.default_indent
     newline = context.newline
-    codes = [_code(context, e.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for e in _elements(display)]
+    codes = [_code(context, context.written(e).with_changes(comma=cst.MaybeSentinel.DEFAULT)) for e in _elements(display)]
     lines = [inner + code + "," + newline for code in codes]
     opening, closing = ("{", "}") if type(display) is cst.Dict else (_code(context, display.func) + "(", ")")
     return opening + newline + "".join(lines) + inner + entry + "," + newline + indent + closing
@@ -72,7 +72,7 @@ def entry_edit(
     line, column, end_line, _ = context.node_range(display)
     last_line, last_column, last_end_line, last_end_column = context.node_range(last)
     value_end = lines.offset(last_end_line, last_end_column)
-    trailing = type(last.comma) is cst.Comma
+    trailing = type(context.written(last).comma) is cst.Comma
     if end_line == line:
         # One line: one more entry before the closing brace, or one entry per line when
         # that passes the line length (as a formatter would lay it out).
@@ -102,7 +102,7 @@ def entry_edit(
                 arguments = [
                     exploded(context, display, entry, inner)
                     if arg.value is display
-                    else _code(context, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                    else _code(context, context.written(arg).with_changes(comma=cst.MaybeSentinel.DEFAULT))
                     for arg in call.args
                 ]
                 opening = _code(context, call.func) + "("

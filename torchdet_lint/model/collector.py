@@ -1300,7 +1300,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
                 and torch_device_call(qualified)
                 and self._cuda_device(value)
             ):
-                self._cuda(function, site(f"`device={_short(self.context.module.code_for_node(value))}`"))
+                self._cuda(function, site(f"`device={_short(self.context.code_of(value))}`"))
         if attribute == "submit":
             self._remote_launch(node, function)
         for instance_call in self._instance_calls(func, qualified):
@@ -1409,7 +1409,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         elif attribute == "to" and qualified is None:
             device = next((arg.value for arg in node.args if arg.keyword is None and self._cuda_device(arg.value)), None)
             if device is not None:
-                self._cuda(function, site(f"`.to({_short(self.context.module.code_for_node(device))})`"))
+                self._cuda(function, site(f"`.to({_short(self.context.code_of(device))})`"))
         elif qualified is not None and qualified.startswith("torch.cuda.") and is_cuda_work(qualified):
             self._cuda(function, site(f"`{_spelling(func)}(...)`"))
         self._accelerator_work(node, qualified, attribute, function, site)
@@ -1899,7 +1899,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             target = f"{made[0]}.__call__" if made else None
         if target is None:
             return None
-        code = self.context.module.code_for_node
+        code = self.context.code_of
         spawn = Spawn(target, method, code(expression), _spelling(node.func), indexed=qualified in INDEXING_LAUNCHERS)
         spawn.passed = self._functions_passed(node, expression)
         self.function.spawns.append(spawn)
@@ -1932,7 +1932,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         if found is None or found.star:
             return
         seed = found.value
-        code = self.context.module.code_for_node
+        code = self.context.code_of
         site.argument = code(seed)
         if self.ifs and not self.ifs[-1][1]:
             test = self.ifs[-1][0].test
@@ -2211,7 +2211,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         target = self._target(expression.func)
         if target is None:
             return None
-        return DatasetRef([target], wrappers, self.context.module.code_for_node(expression.func))
+        return DatasetRef([target], wrappers, self.context.code_of(expression.func))
 
     # -- the end: offsets the project fixes need ------------------------------------------------------
     def finish(self) -> None:
@@ -2354,9 +2354,10 @@ class SummaryCollector(cst.BatchableCSTVisitor):
             worker_edit = None
             if node.args and not has_star_args(node):
                 # The TDL102 fix's call, laid out here: the project phase has no CST.
-                new = with_keywords(node, [("worker_init_fn", cst.Name(reuse or "seed_worker"))])
-                span = context.replacement_offsets(node)
-                worker_edit = (span[0], span[1], context.call_text(node, new))
+                written = context.written(node)
+                new = with_keywords(written, [("worker_init_fn", cst.Name(reuse or "seed_worker"))])
+                span = context.replacement_offsets(written)
+                worker_edit = (span[0], span[1], context.call_text(written, new))
             to_trainer = id(node) in self.trainer_loaders or key.rsplit(".", 1)[-1] in LIGHTNING_LOADER_HOOKS
             self.summary.loaders.append(
                 LoaderSite(line, column + 1, end_line, end_column + 1, start, end, reference, worker_edit, reuse, to_trainer)

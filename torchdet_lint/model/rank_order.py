@@ -341,7 +341,7 @@ class RankOrderCollector(cst.BatchableCSTVisitor):
 
 
 def _code(context: "FileContext", node: cst.CSTNode) -> str:
-    return context.module.code_for_node(node).strip()
+    return context.code_of(node).strip()
 
 
 def _seed_name(value: cst.BaseExpression) -> Optional[str]:

@@ -162,7 +162,7 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
                 return self._loader(node.args[0].value, depth + 1)
             qualified = self.context.call_name(node)
             if is_dataloader(qualified) or qualified in STATEFUL_LOADERS:
-                return self.context.module.code_for_node(node.func) + "(...)", False
+                return self.context.code_of(node.func) + "(...)", False
             return None, False
         if kind in (cst.Name, cst.Attribute):
             dotted = dotted_name(node)
@@ -292,7 +292,7 @@ class ResumeDataCollector(cst.BatchableCSTVisitor):
 
 
 def _code(context: "FileContext", node: cst.CSTNode) -> str:
-    return context.module.code_for_node(node).strip()
+    return context.code_of(node).strip()
 
 
 def _accelerator(receiver: cst.BaseExpression) -> bool:

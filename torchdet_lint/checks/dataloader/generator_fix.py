@@ -60,7 +60,7 @@ def generator_fix(rule: Rule, call: cst.Call, title: str) -> Optional[FixBuilder
     if torch_name is None or has_star_args(call):
         return None
     value = cst.parse_expression(GENERATOR_EXPRESSION.format(torch=torch_name))
-    return builder.replace(call, with_keywords(call, [("generator", value)]))
+    return builder.replace(call, with_keywords(rule.context.written(call), [("generator", value)]))
 
 
 class SeededGeneratorRule(Rule):

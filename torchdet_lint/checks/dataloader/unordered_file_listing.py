@@ -345,7 +345,7 @@ class UnorderedFileListing(Rule):
             if id(node) not in self.no_fix:
                 keywords = [("key", cst.parse_expression("lambda entry: entry.name"))] if entries else []
                 fix = FixBuilder("Wrap the listing in `sorted(...)`", Applicability.SAFE).replace(
-                    node, wrapped_in("sorted", node, keywords)
+                    node, wrapped_in("sorted", self.context.written(node), keywords)
                 )
             self.report(
                 node,

@@ -405,7 +405,8 @@ class UnorderedSetIteration(Rule):
         for node, some_str, all_str in found.values():
             fix = None
             if id(node) not in self.no_fix:
-                bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node
+                written = self.context.written(node)
+                bare = written.with_changes(lpar=(), rpar=()) if getattr(written, "lpar", None) else written
                 applicability = Applicability.SAFE if all_str else Applicability.UNSAFE
                 listed = self.list_of.get(id(node))
                 if listed is not None:

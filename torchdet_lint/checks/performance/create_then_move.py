@@ -179,7 +179,8 @@ class CreateThenMove(Rule):
             "Create the tensor on the device with `device=`",
             Applicability.SAFE if exact and not leaf_changes else Applicability.UNSAFE,
         )
-        return builder.replace(call, with_keywords(factory, keywords))
+        written = self.context.written
+        return builder.replace(call, with_keywords(written(factory), [(k, written(v)) for k, v in keywords]))
 
 
 def _integer_step(arange: cst.Call) -> bool:

@@ -130,7 +130,7 @@ class DataLoaderWithoutPinMemory(Rule):
             return
         for loader in self.loaders:
             fix = FixBuilder("Add `pin_memory=True`", Applicability.SAFE).replace(
-                loader, with_keywords(loader, [("pin_memory", cst.Name("True"))])
+                loader, with_keywords(self.context.written(loader), [("pin_memory", cst.Name("True"))])
             )
             self.report(
                 loader,

@@ -249,7 +249,8 @@ class FunctionalDropoutAlwaysOn(Rule):
 
     def _fix(self, node: cst.Call) -> FixBuilder:
         builder = FixBuilder("Pass `training=self.training`", Applicability.UNSAFE)
-        return builder.replace(node, with_keywords(node, [("training", cst.parse_expression("self.training"))]))
+        written = self.context.written(node)
+        return builder.replace(node, with_keywords(written, [("training", cst.parse_expression("self.training"))]))
 
 
 def _parameters(params: cst.Parameters) -> Tuple[Optional[str], frozenset]:

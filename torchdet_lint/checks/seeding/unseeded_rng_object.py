@@ -273,7 +273,8 @@ class UnseededRngObject(Rule):
             builder = FixBuilder(f"Seed it with config `seed` ({seed})", Applicability.UNSAFE)
         if qualified == "torch.Generator":
             seeded = cst.Call(
-                func=cst.Attribute(value=node, attr=cst.Name("manual_seed")), args=[cst.Arg(cst.parse_expression(seed))]
+                func=cst.Attribute(value=self.context.written(node), attr=cst.Name("manual_seed")),
+                args=[cst.Arg(cst.parse_expression(seed))],
             )
             return builder.replace(node, seeded)
         explicit_none = next((a for a in node.args if a.keyword is None), None) or next(
@@ -281,7 +282,8 @@ class UnseededRngObject(Rule):
         )
         if explicit_none is not None:
             return builder.replace(explicit_none.value, seed)
-        return builder.replace(node, with_first_argument(node, cst.parse_expression(seed), self.context.module.default_indent))
+        written = self.context.written(node)
+        return builder.replace(node, with_first_argument(written, cst.parse_expression(seed), self.context.module.default_indent))
 
 
 def _every_caller_seeds(project, diagnostic: Diagnostic) -> bool:

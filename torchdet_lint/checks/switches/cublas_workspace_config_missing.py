@@ -155,12 +155,12 @@ class CublasWorkspaceConfigMissing(Rule):
                 continue
             for small in statement.body:
                 if isinstance(small, cst.Import):
-                    names = [self.context.module.code_for_node(alias.name) for alias in small.names]
+                    names = [self.context.code_of(alias.name) for alias in small.names]
                     if any(n == "torch" or n.startswith("torch.") for n in names):
                         return False
                     if any(n == "os" and alias.asname is None for n, alias in zip(names, small.names)):
                         return True
                 elif isinstance(small, cst.ImportFrom) and small.module is not None:
-                    if self.context.module.code_for_node(small.module).split(".")[0] == "torch":
+                    if self.context.code_of(small.module).split(".")[0] == "torch":
                         return False
         return False
