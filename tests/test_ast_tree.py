@@ -146,10 +146,13 @@ def test_tricky_syntax_builds_as_libcst_parses_it() -> None:
     assert _check_source("x = 'é'; y = f(a='ü', b=x.attr)\n", "unicode.py") == []
 
 
-@pytest.mark.parametrize("folder", ["torchdet_lint", "examples", "fixtures"])
-def test_real_sources_build_as_libcst_parses_them(folder: str) -> None:
+@pytest.mark.parametrize("folder, every", [("torchdet_lint", 3), ("examples", 1), ("fixtures", 1)])
+def test_real_sources_build_as_libcst_parses_them(folder: str, every: int) -> None:
+    """Every fixture and example, and every third module of the package: each file costs
+    LibCST's whole-module positions and a parse of each statement (the whole package took
+    80 s). The torch tree was compared whole when the builder was written (docs/performance.md)."""
     differences: List[str] = []
-    for path in sorted((ROOT / folder).rglob("*.py")):
+    for path in sorted((ROOT / folder).rglob("*.py"))[::every]:
         text = path.read_text(encoding="utf-8")
         try:
             ast.parse(text)
