@@ -1,28 +1,29 @@
 """A LibCST-shaped syntax tree built from Python's own `ast`, for the analysis.
 
 The analysis (the summary collector, the scope tracker, the name resolver and
-the rules) reads LibCST nodes: their types, names, values and children. It
-never reads the whitespace, commas and parentheses around them; those are for
-writing code back, which only a fix does. LibCST's parser builds all of them,
-and its parse is most of a run. Python's parser is about ten times faster, so
-the file pass builds the nodes the analysis reads from Python's tree instead:
-the same node classes, the same children in the same fields, with LibCST's
-default trivia. Names, numbers and string literals keep their source spelling
-(sliced from the text), so a node renders as it reads in the file.
+the rules) reads LibCST nodes: their types, names, values and children, not
+the whitespace, commas and comments around them, which are for writing code
+back. LibCST's parser builds all of them, and its parse was half of a run.
+Python's parser is over ten times faster, so the file pass builds the nodes the
+analysis reads from Python's tree instead: the same node classes, the same
+children in the same fields, LibCST's default layout. Names, numbers and
+string literals keep their source spelling (sliced from the text).
 
-The tree is a stand-in with limits, and says so instead of guessing
-(`NeedsLibCST`): syntax it does not build (`match`, 3.12's type parameters,
-which this Python's parser refuses anyway), a fix to compute, a position it
-does not know. The file pass then analyses the file again on LibCST's own
-tree, which answers everything; the two give the same diagnostics (the tests
-compare both trees node by node and both passes' output on real code).
+Where the layout matters (a fix's new code, a node's code as LibCST renders
+it) the node is looked up in LibCST's parse of the one statement that holds
+it, which has the same shape (`AstPositions.written`). The tree says so
+instead of guessing (`NeedsLibCST`) where it cannot answer: syntax it does not
+build (`match`; 3.12's type parameters, which this Python's parser refuses
+anyway), a fix whose new code holds built nodes, a node outside any statement.
+The file pass then analyses the file again on LibCST's whole tree. Both give
+the same diagnostics, fixes and summaries (tests/test_ast_tree.py).
 
-Positions: each node built from an `ast` node keeps that node's range
-(`AstPositions`), which is the range LibCST reports for it (LibCST's syntactic
-positions leave a node's own parentheses out, as `ast` does); a few
-adjustments make the ranges agree (a generator expression's parentheses, a
-call's keyword name, an attribute's name). A node with no range of its own
-(the `@` of a decorator, a parameter list) asks for LibCST's tree.
+Positions: a node built from an `ast` node whose range is LibCST's keeps that
+node's range (LibCST's syntactic ranges leave a node's own parentheses out, as
+`ast` does), and so do the names `ast` places (an attribute's, a keyword's, a
+definition's, a parameter's). Any other node (an argument, whose range holds
+its value's parentheses; a tuple or a generator expression, whose parentheses
+`ast` counts; a decorator's `@`) takes its range from the statement's parse.
 """
 
 from __future__ import annotations
@@ -526,7 +527,7 @@ class AstTreeBuilder:
         cause = cst.From(item=self.expression(statement.cause)) if statement.cause is not None else None
         return cst.Raise(exc=self.optional(statement.exc), cause=cause)
 
-    def _dotted(self, dotted: str, line: int, column: int):
+    def _dotted(self, dotted: str):
         """`a.b.c` as LibCST's Name/Attribute chain (an import's module)."""
         parts = dotted.split(".")
         node = cst.Name(value=parts[0])
@@ -536,7 +537,7 @@ class AstTreeBuilder:
 
     def _alias(self, alias: ast.alias) -> cst.ImportAlias:
         asname = cst.AsName(name=cst.Name(value=alias.asname)) if alias.asname else None
-        built = cst.ImportAlias(name=self._dotted(alias.name, 0, 0), asname=asname)
+        built = cst.ImportAlias(name=self._dotted(alias.name), asname=asname)
         self.spans[id(built)] = alias
         return built
 
@@ -548,7 +549,7 @@ class AstTreeBuilder:
             names = cst.ImportStar()
         else:
             names = [self._alias(alias) for alias in statement.names]  # type: ignore[assignment]
-        module = self._dotted(statement.module, 0, 0) if statement.module else None
+        module = self._dotted(statement.module) if statement.module else None
         return cst.ImportFrom(module=module, names=names, relative=[cst.Dot() for _ in range(statement.level or 0)])
 
     def _if(self, statement: ast.If) -> cst.If:
