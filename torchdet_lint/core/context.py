@@ -55,8 +55,8 @@ class FileContext:
         self.library_versions = library_versions or {}
         self.module_name = module_name
         self.first_party = first_party
-        # Set when `module` was built from Python's `ast` (engine/ast_tree.py): its positions,
-        # and the questions only LibCST's own tree answers (a fix's text) raise `NeedsLibCST`.
+        # Set when `module` was built from Python's `ast` (engine/ast_tree.py): its positions, and
+        # what it cannot answer (a fix's new code made of built nodes) raises `NeedsLibCST`.
         self.tree_positions = tree_positions
         self.resolver = NameResolver(module_name, is_package)
         self.scopes = ScopeTracker(self.resolver)
@@ -144,11 +144,6 @@ class FileContext:
                 return self.tree_positions.code(node)
             self._written_only(node)
         return self.module.code_for_node(node)
-
-    def needs_layout(self, what: str) -> None:
-        """Code written back into the file is LibCST's to render: an `ast`-built tree has no layout."""
-        if self.tree_positions is not None:
-            self.tree_positions.need(what)
 
     def written(self, node: cst.CSTNode) -> cst.CSTNode:
         """The node as written in the file, whitespace and comments included: what a fix's new

@@ -237,8 +237,8 @@ def _check_parsed(
     result: FileResult,
 ) -> FileResult:
     # The analysis first runs on the tree built from Python's own parse (engine/ast_tree.py),
-    # a tenth of LibCST's parse; a file it cannot answer for (a fix to write, syntax it does not
-    # build, a position it cannot place) is analysed again on LibCST's tree, from scratch.
+    # a fifth of LibCST's parse; a file it cannot answer for (syntax it does not build, a fix
+    # made of built nodes, a node outside any statement) is analysed again on LibCST's tree.
     if not _may_nest_deeply(text):
         try:
             python_tree = python_ast(text)
