@@ -162,10 +162,18 @@ def test_real_sources_build_as_libcst_parses_them(folder: str, every: int) -> No
     assert differences == []
 
 
-def test_syntax_it_does_not_build_is_said() -> None:
-    text = "match x:\n    case 1:\n        pass\n"
+def test_syntax_it_does_not_build_is_said_and_the_file_is_analysed_in_full() -> None:
+    match = "\nmatch mode:\n    case 1:\n        pass\n"
     with pytest.raises(NeedsLibCST):
-        ast_shaped_module(text, ast.parse(text), LineIndex(text))
+        ast_shaped_module(match, ast.parse(match), LineIndex(match))
+    # A fixture with findings and fixes, a `match` statement appended: LibCST's tree gives
+    # the same diagnostics and fixes as the fixture alone.
+    options = file_pass.RunOptions(settings=Settings(), selected=frozenset(all_rules()), torch_version=(2, 13))
+    text = (ROOT / "fixtures" / "TDL101" / "loaders.py").read_text(encoding="utf-8")
+    alone = file_pass.check_text(text, "t.py", options).diagnostics
+    with_match = file_pass.check_text(text + match, "t.py", options).diagnostics
+    assert alone and any(d.fix is not None for d in alone)
+    assert with_match == alone
 
 
 def test_both_trees_give_the_same_diagnostics_and_fixes(monkeypatch: pytest.MonkeyPatch) -> None:

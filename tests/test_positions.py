@@ -7,7 +7,7 @@ import pytest
 from conftest import FIXTURES, ROOT
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
-from torchdet_lint.core.positions import LocalPositions, _parent_map
+from torchdet_lint.core.positions import LocalPositions, parent_map
 from torchdet_lint.core.source import LineIndex, python_ast
 
 TRICKY = (
@@ -77,7 +77,7 @@ def _sources():
 @pytest.mark.parametrize("source", list(_sources()))
 def test_local_positions_match_libcst(source: str) -> None:
     module = cst.parse_module(source)
-    parents = _parent_map(module)
+    parents = parent_map(module)
     for provider, inclusive in ((PositionProvider, False), (WhitespaceInclusivePositionProvider, True)):
         expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(provider)
         local = LocalPositions(module, LineIndex(source), lambda: python_ast(source))

@@ -13,9 +13,9 @@ import libcst as cst
 from torchdet_lint.checks.ops.op_findings import enables_deterministic_mode
 from torchdet_lint.core.diagnostics import Applicability, Diagnostic, FixBuilder
 from torchdet_lint.core.names import NOT_LITERAL, find_arg, literal
+from torchdet_lint.core.positions import parent_map
 from torchdet_lint.core.rule import FixAvailability, Rule
 from torchdet_lint.core.settings import Settings
-from torchdet_lint.core.traversal import child_fields
 from torchdet_lint.model.collector import is_main_guard
 from torchdet_lint.model.inductor import (
     AUTOTUNE,
@@ -423,7 +423,7 @@ class CompileAutotuning(Rule):
         it; set on import before torch, it silences the module: "all"), and
         `torch._inductor.config.deterministic = True` before the first other finding where
         `torch` is bound, per function or main block (at module level: "all")."""
-        parents = _parent_map(self.context.module)
+        parents = parent_map(self.context.module)
         fixes: Dict[object, FixBuilder] = {}
         variables = [f for f in self.findings if f.environ is not None and not f.may]
         anchor = _anchor(variables[0].node, parents) if variables else None
@@ -469,22 +469,6 @@ class CompileAutotuning(Rule):
 
 def _value(arg: Optional[cst.Arg]) -> Optional[cst.BaseExpression]:
     return arg.value if arg is not None else None
-
-
-def _parent_map(module: cst.Module) -> Dict[int, cst.CSTNode]:
-    """The parent of every node (one walk, only in files with a fixable finding)."""
-    parents: Dict[int, cst.CSTNode] = {}
-    stack: List[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        for field_name in child_fields(type(node)):
-            value = getattr(node, field_name)
-            children = value if type(value) is tuple or type(value) is list else (value,)
-            for child in children:
-                if isinstance(child, cst.CSTNode):
-                    parents[id(child)] = node
-                    stack.append(child)
-    return parents
 
 
 _BLOCKS = (cst.Module, cst.IndentedBlock)

@@ -79,7 +79,7 @@ def rendered_positions(module: cst.Module, provider) -> Tuple[Dict[cst.CSTNode, 
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(provider), module.code
 
 
-def _parent_map(module: cst.Module) -> Dict[int, cst.CSTNode]:
+def parent_map(module: cst.Module) -> Dict[int, cst.CSTNode]:
     """The parent of every node a rule can report (one lean walk, only for files that report)."""
     parents: Dict[int, cst.CSTNode] = {}
     stack: List[cst.CSTNode] = [module]
@@ -191,7 +191,7 @@ class LocalPositions:
     def _statement_and_line(self, node: cst.CSTNode) -> Tuple[cst.CSTNode, int]:
         """The innermost mappable statement holding `node`, and its first line in the file."""
         if self._parents is None:
-            self._parents = _parent_map(self.module)
+            self._parents = parent_map(self.module)
         if self._tree is None:
             self._tree = self.python_tree()
         if self._tree is None:
@@ -226,13 +226,13 @@ class LocalPositions:
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The node that holds `node` (None for the module and for whitespace)."""
         if self._parents is None:
-            self._parents = _parent_map(self.module)
+            self._parents = parent_map(self.module)
         return self._parents.get(id(node))
 
     def statement_holding(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The innermost statement line or compound statement that holds `node` (None for the module)."""
         if self._parents is None:
-            self._parents = _parent_map(self.module)
+            self._parents = parent_map(self.module)
         current: Optional[cst.CSTNode] = node
         while current is not None and current is not self.module:
             if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):

@@ -33,8 +33,11 @@ import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
+from libcst.metadata import PositionProvider, WhitespaceInclusivePositionProvider
 
+from torchdet_lint.core.positions import parent_map, rendered_positions
 from torchdet_lint.core.source import LineIndex
+from torchdet_lint.core.traversal import child_fields
 
 
 class NeedsLibCST(Exception):
@@ -196,9 +199,7 @@ class AstPositions:
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         if self._parents is None:
-            from torchdet_lint.core.positions import _parent_map
-
-            self._parents = _parent_map(self.module)  # type: ignore[arg-type]
+            self._parents = parent_map(self.module)  # type: ignore[arg-type]
         return self._parents.get(id(node))
 
     def statement_holding(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -247,11 +248,7 @@ class AstPositions:
 
     def _positions_of(self, statement: cst.CSTNode, inclusive: bool = False):
         """LibCST's positions in the parse of `statement`, and the line shift from it to the file."""
-        from libcst.metadata import PositionProvider, WhitespaceInclusivePositionProvider
-
-        from torchdet_lint.core.positions import rendered_positions
-
-        counterparts, mini, shift = self._statements[id(statement)]
+        _, mini, shift = self._statements[id(statement)]
         key = (id(statement), inclusive)
         found = self._positions.get(key)
         if found is None:
@@ -298,8 +295,6 @@ def _match(
     built: cst.CSTNode, parsed: cst.CSTNode, counterparts: Dict[int, cst.CSTNode], built_of: Dict[int, cst.CSTNode]
 ) -> None:
     """Pair each node of an `ast`-built subtree with LibCST's node in the same place (both ways)."""
-    from torchdet_lint.core.traversal import child_fields
-
     stack = [(built, parsed)]
     while stack:
         left, right = stack.pop()
