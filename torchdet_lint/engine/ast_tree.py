@@ -13,8 +13,9 @@ Where the layout matters (a fix's new code, a node's code as LibCST renders
 it) the node is looked up in LibCST's parse of the one statement that holds
 it, which has the same shape (`AstPositions.written`). The tree says so
 instead of guessing (`NeedsLibCST`) where it cannot answer: syntax it does not
-build (`match`; 3.12's type parameters, which this Python's parser refuses
-anyway), a fix whose new code holds built nodes, a node outside any statement.
+build (a `case` whose pattern starts on a later line; 3.12's type parameters,
+which this Python's parser refuses anyway), a fix whose new code holds built
+nodes, a node outside any statement.
 The file pass then analyses the file again on LibCST's whole tree. Both give
 the same diagnostics, fixes and summaries (tests/test_ast_tree.py).
 
@@ -192,7 +193,13 @@ class AstPositions:
                 before = start - 1
                 while before >= 0 and self.text[before] in " \t\r\n\\":
                     before -= 1
-                if before < 0 or self.text[before] != "(":
+                # A comment may stand between the node and a parenthesis of its own: then the
+                # parse tells.
+                line_start = self.lines.starts[line - 1]
+                after_comment = (
+                    before < line_start and "#" in self.text[self.text.rfind("\n", 0, max(before, 0)) + 1 : line_start]
+                )
+                if (before < 0 or self.text[before] != "(") and not after_comment:
                     return self.text[start : self.lines.offset(end_line, end_column)]
         mini_node, mini, _ = self._counterpart(node)
         return mini.code_for_node(mini_node)
@@ -291,6 +298,27 @@ class AstPositions:
         return first, found.end_lineno  # type: ignore[attr-defined]
 
 
+def _closes_at_end(source: str) -> bool:
+    """The bracket `source` opens with is closed by its last character (`(a, b)`, not `(a), (b)`)."""
+    import io
+    import tokenize
+
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type != tokenize.OP:
+                continue
+            if token.string in "([{":
+                depth += 1
+            elif token.string in ")]}":
+                depth -= 1
+                if depth == 0:
+                    return token.end[1] == len(source) and token.end[0] == source.count("\n") + 1
+    except (tokenize.TokenError, SyntaxError):
+        raise NeedsLibCST("a sequence pattern whose brackets could not be read") from None
+    return False
+
+
 def _match(
     built: cst.CSTNode, parsed: cst.CSTNode, counterparts: Dict[int, cst.CSTNode], built_of: Dict[int, cst.CSTNode]
 ) -> None:
@@ -374,6 +402,16 @@ class AstTreeBuilder:
             ast.AsyncFunctionDef: self._function,
             ast.ClassDef: self._class,
             ast.Try: self._try,
+            ast.Match: self._match_statement,
+        }
+        self._pattern: Dict[type, Callable] = {
+            ast.MatchValue: lambda p: cst.MatchValue(value=self.expression(p.value)),
+            ast.MatchSingleton: lambda p: cst.MatchSingleton(value=cst.Name(value=repr(p.value))),
+            ast.MatchSequence: self._sequence_pattern,
+            ast.MatchMapping: self._mapping_pattern,
+            ast.MatchClass: self._class_pattern,
+            ast.MatchAs: self._as_pattern,
+            ast.MatchOr: self._or_pattern,
         }
         try_star = getattr(ast, "TryStar", None)
         if try_star is not None:
@@ -639,6 +677,86 @@ class AstTreeBuilder:
             body=self.suite(statement.body), handlers=handlers, orelse=self._orelse(statement.orelse), finalbody=finalbody
         )
 
+    # -- match statements -------------------------------------------------------
+    def _match_statement(self, statement: ast.Match) -> cst.Match:
+        # The cases are a block of their own: LibCST keeps their indentation (relative to the
+        # `match`) on the statement, and each case's body is indented relative to its `case`.
+        outer = self._indents[-1]
+        line = self.lines.line_text(statement.cases[0].pattern.lineno)  # `ast` places no `case`
+        if not line.lstrip(" \t").startswith("case"):
+            raise NeedsLibCST("a case whose pattern starts below its `case`")
+        indentation = line[: len(line) - len(line.lstrip(" \t"))]
+        relative = indentation[len(outer) :] if indentation.startswith(outer) else indentation
+        if self._default_indent is None:
+            self._default_indent = relative
+        self._indents.append(indentation)
+        try:
+            cases = [
+                cst.MatchCase(pattern=self.pattern(case.pattern), body=self.suite(case.body), guard=self.optional(case.guard))
+                for case in statement.cases
+            ]
+        finally:
+            self._indents.pop()
+        return cst.Match(
+            subject=self.expression(statement.subject),
+            cases=cases,
+            indent=None if relative == self._default_indent else relative,
+        )
+
+    def pattern(self, node: ast.pattern):
+        built = self._pattern[type(node)](node)
+        # LibCST's range of a value pattern holds its value's parentheses (`case (2):`), and
+        # leaves out a tuple pattern's own, the reverse of `ast`: those come from the parse.
+        if type(built) is not cst.MatchValue and type(built) is not cst.MatchTuple:
+            self.spans[id(built)] = node
+        return built
+
+    def _or_pattern(self, node: ast.MatchOr) -> cst.MatchOr:
+        last = len(node.patterns) - 1
+        return cst.MatchOr(
+            patterns=[
+                cst.MatchOrElement(pattern=self.pattern(p), separator=cst.BitOr() if at < last else cst.MaybeSentinel.DEFAULT)
+                for at, p in enumerate(node.patterns)
+            ]
+        )
+
+    def _sequence_pattern(self, node: ast.MatchSequence):
+        elements = [
+            cst.MatchStar(name=cst.Name(value=p.name) if p.name else None)
+            if type(p) is ast.MatchStar
+            else cst.MatchSequenceElement(value=self.pattern(p))
+            for p in node.patterns
+        ]
+        source = self.source_of(node)
+        if source.startswith("(") and _closes_at_end(source):
+            return cst.MatchTuple(patterns=elements)
+        if source.startswith("[") and _closes_at_end(source):
+            return cst.MatchList(patterns=elements, lbracket=cst.LeftSquareBracket(), rbracket=cst.RightSquareBracket())
+        # An open sequence (`case a, b:`): LibCST makes it a list pattern without brackets.
+        return cst.MatchList(patterns=elements)
+
+    def _mapping_pattern(self, node: ast.MatchMapping) -> cst.MatchMapping:
+        elements = [
+            cst.MatchMappingElement(key=self.expression(key), pattern=self.pattern(p)) for key, p in zip(node.keys, node.patterns)
+        ]
+        return cst.MatchMapping(elements=elements, rest=cst.Name(value=node.rest) if node.rest else None)
+
+    def _class_pattern(self, node: ast.MatchClass) -> cst.MatchClass:
+        return cst.MatchClass(
+            cls=self.expression(node.cls),
+            patterns=[cst.MatchSequenceElement(value=self.pattern(p)) for p in node.patterns],
+            kwds=[
+                cst.MatchKeywordElement(key=cst.Name(value=key), pattern=self.pattern(p))
+                for key, p in zip(node.kwd_attrs, node.kwd_patterns)
+            ],
+        )
+
+    def _as_pattern(self, node: ast.MatchAs) -> cst.MatchAs:
+        return cst.MatchAs(
+            pattern=self.pattern(node.pattern) if node.pattern is not None else None,
+            name=cst.Name(value=node.name) if node.name is not None else None,
+        )
+
     # -- parameters -------------------------------------------------------------
     def _param(self, argument: ast.arg, default: Optional[ast.expr], star) -> cst.Param:
         annotation = self._annotation(argument.annotation) if argument.annotation is not None else None
@@ -879,5 +997,13 @@ def ast_shaped_module(text: str, tree: ast.Module, lines: LineIndex) -> Tuple[cs
     """The LibCST-shaped tree of `text` (already parsed by Python into `tree`), and its positions."""
     positions = AstPositions(text, lines)
     builder = AstTreeBuilder(text, lines, positions)
-    positions.module = builder.module(tree)
+    try:
+        positions.module = builder.module(tree)
+    finally:
+        # The builder's dispatch tables hold its own bound methods: a reference cycle that
+        # would keep the builder, and through its spans the whole `ast` tree, alive until the
+        # cycle collector (off during a file) walks them all.
+        builder._expression.clear()
+        builder._statement.clear()
+        builder._pattern.clear()
     return positions.module, positions
