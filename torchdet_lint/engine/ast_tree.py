@@ -499,23 +499,27 @@ class AstTreeBuilder:
         """An indented block, or the statements on the line of the header (`if x: return`)."""
         if body and not self._starts_line(body[0]):
             return cst.SimpleStatementSuite(body=[self._small(statement) for statement in body])
-        # LibCST's block keeps its indentation relative to the block around it, None when it is
-        # the module's (the first block's).
-        outer = self._indents[-1]
-        line = self.lines.line_text(body[0].lineno) if body else ""
-        indentation = line[: len(line) - len(line.lstrip(" \t"))]
-        relative = indentation[len(outer) :] if indentation.startswith(outer) else indentation
-        if self._default_indent is None:
-            self._default_indent = relative
-        self._indents.append(indentation)
+        indent = self._enter_block(self.lines.line_text(body[0].lineno) if body else "")
         try:
-            block = cst.IndentedBlock(body=self.statements(body), indent=None if relative == self._default_indent else relative)
+            block = cst.IndentedBlock(body=self.statements(body), indent=indent)
         finally:
             self._indents.pop()
         if body:
             first, last = body[0], body[-1]
             self.spans[id(block)] = (first.lineno, first.col_offset, last.end_lineno, last.end_col_offset)
         return block
+
+    def _enter_block(self, first_line: str) -> Optional[str]:
+        """Enter a block whose first line is `first_line` (the caller leaves it): its indentation
+        as LibCST keeps it, relative to the block around it, None when it is the module's (the
+        first block's)."""
+        outer = self._indents[-1]
+        indentation = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
+        relative = indentation[len(outer) :] if indentation.startswith(outer) else indentation
+        if self._default_indent is None:
+            self._default_indent = relative
+        self._indents.append(indentation)
+        return None if relative == self._default_indent else relative
 
     def _small(self, statement: ast.stmt):
         handler = self._statement.get(type(statement))
@@ -681,15 +685,10 @@ class AstTreeBuilder:
     def _match_statement(self, statement: ast.Match) -> cst.Match:
         # The cases are a block of their own: LibCST keeps their indentation (relative to the
         # `match`) on the statement, and each case's body is indented relative to its `case`.
-        outer = self._indents[-1]
         line = self.lines.line_text(statement.cases[0].pattern.lineno)  # `ast` places no `case`
         if not line.lstrip(" \t").startswith("case"):
             raise NeedsLibCST("a case whose pattern starts below its `case`")
-        indentation = line[: len(line) - len(line.lstrip(" \t"))]
-        relative = indentation[len(outer) :] if indentation.startswith(outer) else indentation
-        if self._default_indent is None:
-            self._default_indent = relative
-        self._indents.append(indentation)
+        indent = self._enter_block(line)
         try:
             cases = [
                 cst.MatchCase(pattern=self.pattern(case.pattern), body=self.suite(case.body), guard=self.optional(case.guard))
@@ -700,7 +699,7 @@ class AstTreeBuilder:
         return cst.Match(
             subject=self.expression(statement.subject),
             cases=cases,
-            indent=None if relative == self._default_indent else relative,
+            indent=indent,
         )
 
     def pattern(self, node: ast.pattern):
