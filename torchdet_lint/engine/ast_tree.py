@@ -250,8 +250,9 @@ class AstPositions:
         return self._counterpart(node)[0]
 
     def is_built(self, node: cst.CSTNode) -> bool:
-        """A node of the `ast`-built tree (which has no layout to write back)."""
-        return node is self.module or self.parent(node) is not None
+        """A node of the `ast`-built tree (which has no layout to write back). Most nodes asked
+        about have an `ast` range, and answer without the parent map (a walk of the whole tree)."""
+        return id(node) in self.spans or node is self.module or self.parent(node) is not None
 
     def _positions_of(self, statement: cst.CSTNode, inclusive: bool = False):
         """LibCST's positions in the parse of `statement`, and the line shift from it to the file."""

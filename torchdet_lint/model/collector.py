@@ -270,6 +270,9 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         )
         self.calls_seen = 0
         self.assigns_seen = 0
+        # The calls and assignments in the order visited: on the `ast`-built tree a waiting
+        # site's line is its node's own (on LibCST's, `_lines` pairs them with `ast`'s).
+        self.visited: Dict[str, List[cst.CSTNode]] = {"call": [], "assign": []}
         # Per node, memoised: what `call_target` and `def_key` answer, whichever collector of the
         # shared walk asks first (the summary collector itself, or a fact collector).
         self._call_targets: Dict[int, Optional[str]] = {}
@@ -1025,6 +1028,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns_seen += 1
+        self.visited["assign"].append(node)
         for assigned in node.targets:
             self._namespace_writes(assigned.target)
         if len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
@@ -1184,6 +1188,7 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         qualified = self.context.call_name(node)
         index = self.calls_seen
         self.calls_seen += 1
+        self.visited["call"].append(node)
 
         def site(text: str) -> Site:
             return self._located(Site(0, text), "call", index)
@@ -2241,10 +2246,15 @@ class SummaryCollector(cst.BatchableCSTVisitor):
         located = (
             self.context.has_reports or bool(self.loader_calls) or bool(self.spawn_calls)
         )  # findings to place in their functions
+        positions = self.context.tree_positions
+        if positions is not None:
+            for item, kind, index in self.pending:
+                item.line = positions.range(self.visited[kind][index])[0]
         if needs_anchors or self.pending or located:
             tree = self.context.python_tree()
             if tree is not None:
-                if self.pending:  # the walk over `ast` costs ~2% of a cold run: only when something waits for a line
+                # The walk over `ast` costs ~2% of a cold run: only when something waits for a line.
+                if self.pending and positions is None:
                     self._lines(tree)
                 if needs_anchors:
                     ast_anchors(tree, self.context.text, summary)
