@@ -193,6 +193,25 @@ def test_version_and_console_script() -> None:
     assert completed.returncode == 0 and completed.stdout == out
 
 
+def test_the_command_ends_without_freeing_and_loses_no_output(tmp_path: Path) -> None:
+    """The installed command and `python -m` end the process at once after `main` (no
+    clean-up of what the run kept): the exit code and every byte of a long output arrive
+    through a pipe, and the cache the run writes is complete."""
+    for index in range(40):
+        (tmp_path / f"train_{index}.py").write_text(HAZARD * 3, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    script = str(Path(sys.executable).parent / "torchdet-lint")
+    for command in ([script], [sys.executable, "-m", "torchdet_lint"]):
+        run = [*command, ".", "--output-format", "json"]
+        completed = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True)
+        assert completed.returncode == 1, completed.stderr
+        assert len(json.loads(completed.stdout)) == 40 * 3
+        warm = subprocess.run([*run, "--verbose"], cwd=tmp_path, capture_output=True, text=True)
+        assert warm.returncode == 1 and warm.stdout == completed.stdout
+        assert '"from_cache": 40' in warm.stderr, warm.stderr
+        subprocess.run([*command, "clean"], cwd=tmp_path, check=True, capture_output=True)
+
+
 def test_color_only_when_asked(project: Path) -> None:
     _, plain, _ = run_cli(".", cwd=project)
     assert "\x1b[" not in plain

@@ -76,7 +76,7 @@ def test_extras_entry_points_and_hook_ids_the_docs_name_exist() -> None:
     docs = README + "".join(path.read_text(encoding="utf-8") for path in (ROOT / "docs").glob("*.md"))
     extras = set(re.findall(r"(?:torchdet-lint|\.)\[(\w+)\]", docs))
     assert extras and extras <= set(project["optional-dependencies"]), extras
-    assert project["scripts"] == {"torchdet-lint": "torchdet_lint.cli:main"}
+    assert project["scripts"] == {"torchdet-lint": "torchdet_lint.cli:console_main"}
     assert "TDL" in project["entry-points"]["flake8.extension"]
     hooks = {hook["id"] for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
     named = set(re.findall(r"- id: ([\w-]+)", docs))

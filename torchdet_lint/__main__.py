@@ -1,7 +1,5 @@
 """`python -m torchdet_lint` is the command-line program."""
 
-import sys
+from torchdet_lint.cli import console_main
 
-from torchdet_lint.cli import main
-
-sys.exit(main())
+console_main()
