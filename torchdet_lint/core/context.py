@@ -145,6 +145,17 @@ class FileContext:
             self._written_only(node)
         return self.module.code_for_node(node)
 
+    def code_has(self, node: cst.CSTNode, pattern: "re.Pattern[str]") -> bool:
+        """`pattern` (one that matches no whitespace, parenthesis or backslash) occurs in
+        `code_of(node)`. On the `ast`-built tree the node's own text answers, without LibCST's
+        parse of its statement, unless a comment may stand among the parentheses around it: the
+        parse would add only parentheses, whitespace and line continuations to that text."""
+        if self.tree_positions is not None and self.tree_positions.is_built(node):
+            text = self.tree_positions.bare_text(node, parentheses_allowed=True)
+            if text is not None:
+                return pattern.search(text) is not None
+        return pattern.search(self.code_of(node)) is not None
+
     def written(self, node: cst.CSTNode) -> cst.CSTNode:
         """The node as written in the file, whitespace and comments included: what a fix's new
         code is built from. The node itself on LibCST's tree; on the `ast`-built tree, LibCST's

@@ -185,24 +185,37 @@ class AstPositions:
         """The node as LibCST renders it (`module.code_for_node`): its text, parentheses included.
         That is the text of its range, on one line and unless parentheses of its own may stand
         around it."""
-        if id(node) in self.spans and not isinstance(node, cst.BaseStatement):
-            line, column, end_line, end_column = self.range(node)
-            # (Over several lines LibCST renders a node without the indentation of its block.)
-            if line == end_line:
-                start = self.lines.offset(line, column)
-                before = start - 1
-                while before >= 0 and self.text[before] in " \t\r\n\\":
-                    before -= 1
-                # A comment may stand between the node and a parenthesis of its own: then the
-                # parse tells.
-                line_start = self.lines.starts[line - 1]
-                after_comment = (
-                    before < line_start and "#" in self.text[self.text.rfind("\n", 0, max(before, 0)) + 1 : line_start]
-                )
-                if (before < 0 or self.text[before] != "(") and not after_comment:
-                    return self.text[start : self.lines.offset(end_line, end_column)]
+        found = self.bare_text(node)
+        # (Over several lines LibCST renders a node without the indentation of its block.)
+        if found is not None and "\n" not in found and "\r" not in found:
+            return found
         mini_node, mini, _ = self._counterpart(node)
         return mini.code_for_node(mini_node)
+
+    def bare_text(self, node: cst.CSTNode, parentheses_allowed: bool = False) -> Optional[str]:
+        """The text of the node's `ast` range when LibCST's code of the node adds nothing to it
+        but, with `parentheses_allowed`, parentheses, whitespace and line continuations (no
+        comment); None when it may add more (then only LibCST's parse of its statement tells)."""
+        if id(node) not in self.spans or isinstance(node, cst.BaseStatement):
+            return None
+        line, column, end_line, end_column = self.range(node)
+        start, end = self.lines.offset(line, column), self.lines.offset(end_line, end_column)
+        text = self.text
+        skipped = " \t\r\n\\(" if parentheses_allowed else " \t\r\n\\"
+        before = start - 1
+        while before >= 0 and text[before] in skipped:
+            before -= 1
+        if before >= 0 and text[before] == "(":
+            return None  # a parenthesis of its own may stand there
+        if before < self.lines.starts[line - 1] and "#" in text[text.rfind("\n", 0, max(before, 0)) + 1 : before + 1]:
+            return None  # a comment may stand between the node and a parenthesis of its own
+        if parentheses_allowed:
+            after = end
+            while after < len(text) and text[after] in " \t\r\n\\)":
+                after += 1
+            if after < len(text) and text[after] == "#":
+                return None
+        return text[start:end]
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         if self._parents is None:

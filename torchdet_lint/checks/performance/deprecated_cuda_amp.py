@@ -123,7 +123,7 @@ class DeprecatedCudaAmp(Rule):
 
     def _version_guard(self, test: cst.BaseExpression) -> int:
         """1 when a condition selects code by torch version or feature (`TORCH_GE_2_4`, `hasattr(torch, "amp")`)."""
-        return int(bool(_VERSION_GUARD_RE.search(self.context.code_of(test))))
+        return int(self.context.code_has(test, _VERSION_GUARD_RE))
 
     def visit_Call(self, node: cst.Call) -> None:
         if not may_name(node, ("autocast", "GradScaler")):
