@@ -692,6 +692,8 @@ def console_main() -> None:
     other hosts call `main` and keep their process.
     """
     code = main()
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler or coverage tool writes its data at a normal exit
     try:
         sys.stdout.flush()
         sys.stderr.flush()

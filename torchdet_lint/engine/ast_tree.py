@@ -30,7 +30,9 @@ its value's parentheses; a tuple or a generator expression, whose parentheses
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -314,9 +316,6 @@ class AstPositions:
 
 def _closes_at_end(source: str) -> bool:
     """The bracket `source` opens with is closed by its last character (`(a, b)`, not `(a), (b)`)."""
-    import io
-    import tokenize
-
     depth = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
