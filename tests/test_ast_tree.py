@@ -234,3 +234,21 @@ def test_both_trees_give_the_same_diagnostics_and_fixes(monkeypatch: pytest.Monk
         assert a.summary == b.summary, name
         fixes += sum(d.fix is not None for d in a.diagnostics)
     assert fixes > 50  # the fixes are compared too, not only findings without one
+
+
+def test_a_comment_among_a_conditions_parentheses_is_read_as_libcst_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TDL405 leaves alone a deprecated AMP call under a version guard. On the built tree the
+    condition's own text answers (`context.code_has`), except where a comment stands among its
+    parentheses: LibCST's code of the condition holds that comment, and so must the answer."""
+    source = (
+        "import torch\n\n"
+        "if (  # torch version check\n    torch.cuda.is_available()\n):\n    a = torch.cuda.amp.GradScaler()\n"
+        "if (\n    torch.cuda.is_available()\n    and True  # a plain condition\n):\n    b = torch.cuda.amp.GradScaler()\n"
+        "if (torch.cuda.is_available()):\n    c = torch.cuda.amp.GradScaler()\n"
+    )
+    options = file_pass.RunOptions(settings=Settings(), selected=frozenset(all_rules()), torch_version=(2, 13))
+    fast = file_pass.check_text(source, "train.py", options).diagnostics
+    monkeypatch.setattr(file_pass, "_check_ast_built", lambda *args, **kwargs: None)
+    slow = file_pass.check_text(source, "train.py", options).diagnostics
+    assert [(d.code, d.line) for d in fast] == [("TDL405", 11), ("TDL405", 13)]
+    assert fast == slow
